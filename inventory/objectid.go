@@ -1,0 +1,70 @@
+package inventory
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ObjectID names one Kubernetes object independent of its version: the key of
+// inventories, change sets and error messages.
+type ObjectID struct {
+	Group     string `json:"group"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// IDOf returns the ObjectID of an object.
+func IDOf(obj *unstructured.Unstructured) ObjectID {
+	gvk := obj.GroupVersionKind()
+	return ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// GroupKind returns the ID's group and kind.
+func (id ObjectID) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: id.Group, Kind: id.Kind}
+}
+
+// String is the human subject used in change sets, logs and errors:
+// "Kind/namespace/name" for namespaced objects, "Kind/name" for cluster-scoped
+// ones, with ".group" appended to the kind outside the core and apps groups
+// only when it is needed to tell kinds apart (e.g. "Certificate.cert-manager.io/ns/x").
+func (id ObjectID) String() string {
+	kind := id.Kind
+	if id.Group != "" && id.Group != "apps" && !wellKnownGroups[id.Group] {
+		kind = id.Kind + "." + id.Group
+	}
+	if id.Namespace == "" {
+		return kind + "/" + id.Name
+	}
+	return kind + "/" + id.Namespace + "/" + id.Name
+}
+
+// wellKnownGroups are built-in API groups whose kinds are unambiguous, so the
+// subject stays as short as kubectl prints it.
+var wellKnownGroups = map[string]bool{
+	"apps": true, "batch": true, "policy": true, "autoscaling": true,
+	"networking.k8s.io": true, "rbac.authorization.k8s.io": true,
+	"storage.k8s.io": true, "scheduling.k8s.io": true, "apiextensions.k8s.io": true,
+	"admissionregistration.k8s.io": true, "coordination.k8s.io": true,
+	"discovery.k8s.io": true, "node.k8s.io": true,
+}
+
+// Key is the stable, unambiguous string form stored in inventories:
+// "namespace_name_group_kind" (namespace and group may be empty). Kubernetes
+// names cannot contain "_", so the form parses back without ambiguity.
+func (id ObjectID) Key() string {
+	return strings.Join([]string{id.Namespace, id.Name, id.Group, id.Kind}, "_")
+}
+
+// ParseKey parses the form produced by Key.
+func ParseKey(s string) (ObjectID, error) {
+	parts := strings.Split(s, "_")
+	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+		return ObjectID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
+	}
+	return ObjectID{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3]}, nil
+}
