@@ -1,0 +1,212 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// confinedFS is the read-only file system kustomize builds on. Every path it
+// is given, absolute or relative, is mapped into the repository root and
+// refused if it, or any symlink on the way, leads outside; every file read is
+// charged against the render's caps and bounded for YAML aliases; every
+// kustomization read is checked for remote and escaping references before
+// kustomize acts on it.
+type confinedFS struct {
+	ctx  context.Context
+	repo *repoRoot
+	opts RenderOptions
+
+	mu sync.Mutex
+	// first is the first violation seen; kustomize turns the errors it gets
+	// into text, so the typed error is kept here for Render to return.
+	first error
+}
+
+var _ filesys.FileSystem = (*confinedFS)(nil)
+
+func newConfinedFS(ctx context.Context, repo *repoRoot, opts RenderOptions) *confinedFS {
+	return &confinedFS{ctx: ctx, repo: repo, opts: opts}
+}
+
+// errReadOnly is returned by every method that would change the tree.
+var errReadOnly = errors.New("repository file system is read-only")
+
+// violation returns the first confinement, cap or remote violation seen.
+func (c *confinedFS) violation() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
+}
+
+// note keeps err if it is a violation worth reporting over kustomize's text.
+func (c *confinedFS) note(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrOutsideRoot) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrRemoteDisabled) {
+		c.mu.Lock()
+		if c.first == nil {
+			c.first = err
+		}
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// rel maps a path kustomize gives us into the root, resolving symlinks.
+func (c *confinedFS) rel(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(c.repo.dir, path)
+	}
+	lexical, err := c.repo.relOf(path)
+	if err != nil {
+		return "", c.note(err)
+	}
+	real, err := c.repo.resolve(lexical)
+	return real, c.note(err)
+}
+
+func (c *confinedFS) Create(string) (filesys.File, error) { return nil, errReadOnly }
+func (c *confinedFS) Mkdir(string) error                  { return errReadOnly }
+func (c *confinedFS) MkdirAll(string) error               { return errReadOnly }
+func (c *confinedFS) RemoveAll(string) error              { return errReadOnly }
+func (c *confinedFS) WriteFile(string, []byte) error      { return errReadOnly }
+
+// Open opens a file for reading, charged like ReadFile.
+func (c *confinedFS) Open(path string) (filesys.File, error) {
+	rel, err := c.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.repo.root.Open(rel)
+	if err != nil {
+		return nil, c.note(c.repo.classify(rel, err))
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.IsDir() {
+		err = c.note(c.repo.budget.take(filepath.ToSlash(rel), fi.Size()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// IsDir is true for a directory inside the root.
+func (c *confinedFS) IsDir(path string) bool {
+	rel, err := c.rel(path)
+	if err != nil {
+		return false
+	}
+	fi, err := c.repo.stat(rel)
+	return err == nil && fi.IsDir()
+}
+
+// Exists is true for anything inside the root.
+func (c *confinedFS) Exists(path string) bool {
+	rel, err := c.rel(path)
+	if err != nil {
+		return false
+	}
+	_, err = c.repo.stat(rel)
+	return err == nil
+}
+
+// ReadDir lists the names in a directory, sorted.
+func (c *confinedFS) ReadDir(path string) ([]string, error) {
+	rel, err := c.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := c.repo.readDir(rel)
+	if err != nil {
+		return nil, c.note(err)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+// CleanedAbs returns the symlink-free absolute directory and file name of
+// path, like kustomize's on-disk version, but only inside the root.
+func (c *confinedFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
+	rel, err := c.rel(path)
+	if err != nil {
+		return "", "", err
+	}
+	fi, err := c.repo.stat(rel)
+	if err != nil {
+		return "", "", c.note(err)
+	}
+	abs := filepath.Join(c.repo.dir, rel)
+	if fi.IsDir() {
+		return filesys.ConfirmedDir(abs), "", nil
+	}
+	return filesys.ConfirmedDir(filepath.Dir(abs)), filepath.Base(abs), nil
+}
+
+// Glob returns the matches of pattern that resolve inside the root.
+func (c *confinedFS) Glob(pattern string) ([]string, error) {
+	if !filepath.IsAbs(pattern) {
+		pattern = filepath.Join(c.repo.dir, pattern)
+	}
+	if _, err := c.repo.relOf(filepath.Dir(pattern)); err != nil {
+		return nil, c.note(err)
+	}
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(matches, func(m string) bool {
+		_, err := c.rel(m)
+		return err != nil
+	})
+	return out, c.violation()
+}
+
+// ReadFile reads a file inside the root within the render's caps. A
+// kustomization file is checked for remote and escaping references first.
+func (c *confinedFS) ReadFile(path string) ([]byte, error) {
+	rel, err := c.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.repo.readFile(c.ctx, rel)
+	if err != nil {
+		return nil, c.note(err)
+	}
+	loc := docLocation{Path: filepath.ToSlash(rel)}
+	for _, doc := range splitYAMLDocuments(data) {
+		if err := checkAliasExpansion(doc.Data, c.opts.MaxYAMLNodes); err != nil {
+			return nil, c.note(&RenderError{Class: ErrTooLarge, Path: loc.Path, Line: doc.Line, Document: doc.Index,
+				Detail: "YAML alias expansion too large", Err: err})
+		}
+	}
+	if slices.Contains(kustomizationFileNames, filepath.Base(rel)) {
+		if err := checkKustomization(c.repo, rel, data); err != nil {
+			return nil, c.note(err)
+		}
+	}
+	return data, nil
+}
+
+// Walk walks a tree inside the root without following symlinks.
+func (c *confinedFS) Walk(path string, walkFn filepath.WalkFunc) error {
+	rel, err := c.rel(path)
+	if err != nil {
+		return err
+	}
+	return filepath.Walk(filepath.Join(c.repo.dir, rel), walkFn)
+}
+
+// ensure *os.File satisfies filesys.File, which Open returns.
+var _ filesys.File = (*os.File)(nil)

@@ -1,0 +1,160 @@
+package source
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/types"
+)
+
+// checkKustomization refuses a kustomization (the file rel, already read as
+// data) that names anything remote or anything outside the repository, before
+// kustomize acts on it. Kustomize has no switch to turn remote bases off: a
+// resource it cannot find locally is cloned with git or fetched over HTTP. So
+// every resource, base and component must exist inside the root, and no file
+// reference may be a URL.
+func checkKustomization(repo *repoRoot, rel string, data []byte) error {
+	file := filepath.ToSlash(rel)
+	var k types.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return &RenderError{Class: ErrKustomize, Path: file, Detail: "invalid kustomization", Err: err}
+	}
+	k.FixKustomization()
+	if len(k.HelmCharts) > 0 || k.HelmGlobals != nil {
+		return renderErr(ErrRemoteDisabled, file, "helmCharts are disabled")
+	}
+	c := refChecker{repo: repo, kfile: file, dir: filepath.Dir(rel)}
+	for _, r := range k.Resources {
+		c.dirOrFile("resources", r)
+	}
+	for _, r := range k.Components {
+		c.dirOrFile("components", r)
+	}
+	for _, group := range []struct {
+		field   string
+		entries []string
+	}{
+		{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators},
+	} {
+		for _, e := range group.entries {
+			if !isInline(e) { // an inline plugin config is not a path
+				c.dirOrFile(group.field, e)
+			}
+		}
+	}
+	for _, p := range k.PatchesStrategicMerge {
+		if !isInline(string(p)) {
+			c.file("patchesStrategicMerge", string(p))
+		}
+	}
+	for _, p := range append(k.Patches, k.PatchesJson6902...) {
+		c.file("patches", p.Path)
+	}
+	for _, r := range k.Replacements {
+		c.file("replacements", r.Path)
+	}
+	for _, f := range append(k.Crds, k.Configurations...) {
+		c.file("crds/configurations", f)
+	}
+	c.file("openapi", k.OpenAPI["path"])
+	for _, g := range k.ConfigMapGenerator {
+		c.generator("configMapGenerator", g.KvPairSources)
+	}
+	for _, g := range k.SecretGenerator {
+		c.generator("secretGenerator", g.KvPairSources)
+	}
+	return c.err
+}
+
+// refChecker checks the entries of one kustomization, keeping the first error.
+type refChecker struct {
+	repo  *repoRoot
+	kfile string // the kustomization, slash-separated, for messages
+	dir   string // its directory relative to the root
+	err   error
+}
+
+// dirOrFile checks a resource-like entry: it must exist inside the root,
+// because kustomize treats anything it cannot find as a remote target.
+func (c *refChecker) dirOrFile(field, entry string) {
+	if c.err != nil || entry == "" {
+		return
+	}
+	if looksRemote(entry) {
+		c.fail(ErrRemoteDisabled, field, entry, "remote bases and resources are disabled", nil)
+		return
+	}
+	c.resolve(field, entry)
+}
+
+// file checks a file entry (patch, generator input, crd): no URL, inside the root.
+func (c *refChecker) file(field, entry string) {
+	if c.err != nil || entry == "" {
+		return
+	}
+	if strings.Contains(entry, "://") {
+		c.fail(ErrRemoteDisabled, field, entry, "remote files are disabled", nil)
+		return
+	}
+	c.resolve(field, entry)
+}
+
+// generator checks the files and env files of a ConfigMap or Secret generator.
+func (c *refChecker) generator(field string, src types.KvPairSources) {
+	for _, f := range src.FileSources {
+		if i := strings.Index(f, "="); i >= 0 {
+			f = f[i+1:] // "key=path"
+		}
+		c.file(field+" files", f)
+	}
+	for _, f := range src.EnvSources {
+		c.file(field+" envs", f)
+	}
+}
+
+// resolve fails unless entry, relative to the kustomization, resolves to an
+// existing path inside the root.
+func (c *refChecker) resolve(field, entry string) {
+	if filepath.IsAbs(entry) {
+		c.fail(ErrOutsideRoot, field, entry, "absolute paths are not allowed", nil)
+		return
+	}
+	lexical, err := localPath(filepath.Join(c.dir, filepath.FromSlash(entry)))
+	if err != nil {
+		c.fail(ErrOutsideRoot, field, entry, "leaves the repository root", nil)
+		return
+	}
+	if _, err := c.repo.resolve(lexical); err != nil {
+		var re *RenderError
+		if errors.As(err, &re) {
+			c.fail(re.Class, field, entry, re.Detail, re.Err)
+			return
+		}
+		c.fail(ErrNotFound, field, entry, "cannot resolve", err)
+	}
+}
+
+func (c *refChecker) fail(class error, field, entry, detail string, cause error) {
+	c.err = &RenderError{Class: class, Path: c.kfile, Detail: field + " entry \"" + RedactURL(entry) + "\": " + detail, Err: cause}
+}
+
+// looksRemote reports whether a resource entry is in one of the forms
+// kustomize would clone or download rather than read from disk.
+func looksRemote(entry string) bool {
+	if strings.Contains(entry, "://") || strings.Contains(entry, "?ref=") || strings.Contains(entry, "?version=") {
+		return true
+	}
+	for _, p := range []string{"git@", "git::", "gh:", "github.com/", "gitlab.com/", "bitbucket.org/"} {
+		if strings.HasPrefix(entry, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isInline reports whether a list entry holds YAML or JSON content rather than
+// a path, which kustomize allows for patches and plugin configs.
+func isInline(entry string) bool {
+	return strings.Contains(entry, "\n") || strings.HasPrefix(strings.TrimSpace(entry), "{")
+}
