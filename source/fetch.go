@@ -1,0 +1,224 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// Source is one path of one repository at a ref: what a GitSync follows.
+type Source struct {
+	// URL is https://, http://, ssh://, scp-style (git@host:org/repo), file://
+	// or a local path.
+	URL string
+	// Ref selects the branch, tag, semver range or commit.
+	Ref Ref
+	// Path is the directory inside the repository to render, "/"-separated;
+	// empty means the root.
+	Path string
+	// Auth is optional; nil means anonymous.
+	Auth *Auth
+}
+
+// Validate checks the Source without touching the network.
+func (s Source) Validate() error {
+	if strings.TrimSpace(s.URL) == "" {
+		return fmt.Errorf("source url is empty: %w", ErrInvalidSource)
+	}
+	if _, err := transport.NewEndpoint(s.URL); err != nil {
+		return fmt.Errorf("source url %s invalid: %w", RedactURL(s.URL), ErrInvalidSource)
+	}
+	if p := cleanRepoPath(s.Path); p == ".." || strings.HasPrefix(p, "../") {
+		return fmt.Errorf("source path %q leaves the repository: %w", s.Path, ErrInvalidSource)
+	}
+	return s.Ref.Validate()
+}
+
+// cleanRepoPath normalises a repository path: "", "/", "./" all become ".".
+func cleanRepoPath(p string) string {
+	return path.Clean("./" + strings.TrimPrefix(filepath.ToSlash(p), "/"))
+}
+
+// FetcherOptions configures a Fetcher.
+type FetcherOptions struct {
+	// Dir holds one bare object store per repository (reused across fetches so
+	// only new objects cross the network) and the work dirs of checkouts.
+	// Required.
+	Dir string
+	// Depth is the history depth of each fetch; 1 is a shallow fetch of the
+	// wanted commit only, which is all rendering needs.
+	Depth int
+	// HistoryDepth is how far back Fetch may deepen to decide whether the
+	// previous commit of a branch is an ancestor of the new one (Rewritten).
+	// It is only used when a ref moved by more than one commit; 0 disables the
+	// check, so a multi-commit move is never reported as rewritten.
+	HistoryDepth int
+	// Timeout bounds each remote operation (list or fetch), so a stalled server
+	// cannot hold a worker forever.
+	Timeout time.Duration
+	// MaxCheckoutBytes caps the bytes Checkout writes, against repositories
+	// that would fill the disk. 0 means no cap.
+	MaxCheckoutBytes int64
+}
+
+// DefaultFetcherOptions returns shallow fetches, a 50-commit window for
+// rewrite detection, a 2 minute timeout and a 1 GiB checkout cap.
+func DefaultFetcherOptions() FetcherOptions {
+	return FetcherOptions{
+		Depth:            1,
+		HistoryDepth:     50,
+		Timeout:          2 * time.Minute,
+		MaxCheckoutBytes: 1 << 30,
+	}
+}
+
+// Fetcher resolves refs against remotes and fetches commits into local
+// object stores under FetcherOptions.Dir. It is safe for concurrent use;
+// fetches into the same repository are serialised.
+type Fetcher struct {
+	opts FetcherOptions
+
+	mu    sync.Mutex
+	repos map[string]*localRepo
+}
+
+// localRepo is the bare object store of one remote.
+type localRepo struct {
+	mu   sync.Mutex // held for fetches and ref updates
+	repo *git.Repository
+}
+
+// NewFetcher validates opts and creates opts.Dir.
+func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("fetcher options invalid: Dir is required")
+	}
+	if opts.Depth < 0 || opts.HistoryDepth < 0 || opts.Timeout < 0 || opts.MaxCheckoutBytes < 0 {
+		return nil, errors.New("fetcher options invalid: negative value")
+	}
+	for _, d := range []string{"repos", "work", "known_hosts"} {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("fetcher dir create failed: %w", err)
+		}
+	}
+	return &Fetcher{opts: opts, repos: map[string]*localRepo{}}, nil
+}
+
+// Resolve lists the remote's refs (one round trip, the equivalent of
+// git ls-remote) and picks the commit src.Ref points at. It never fetches
+// objects, so polling an unchanged remote costs one small request. A pinned
+// commit is returned as is, after the listing has proven the remote is
+// reachable with src.Auth.
+func (f *Fetcher) Resolve(ctx context.Context, src Source) (Revision, error) {
+	if err := src.Validate(); err != nil {
+		return Revision{}, gitErr(src, "resolve", err)
+	}
+	refs, err := f.list(ctx, src)
+	if err != nil {
+		return Revision{}, err
+	}
+	name, hash, err := refs.pick(src.Ref)
+	if err != nil {
+		return Revision{}, gitErr(src, "resolve", err)
+	}
+	return Revision{URL: displayURL(src.URL), Ref: name.Short(), Commit: hash.String()}, nil
+}
+
+func (f *Fetcher) list(ctx context.Context, src Source) (remoteRefs, error) {
+	ctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	auth, err := f.transportAuth(src)
+	if err != nil {
+		return nil, gitErr(src, "list refs", err)
+	}
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
+	list, err := rem.ListContext(ctx, &git.ListOptions{
+		Auth:          auth,
+		CABundle:      caData(src.Auth),
+		PeelingOption: git.AppendPeeled,
+	})
+	if err != nil {
+		return nil, gitErr(src, "list refs", err)
+	}
+	return newRemoteRefs(list), nil
+}
+
+func (f *Fetcher) transportAuth(src Source) (transport.AuthMethod, error) {
+	ep, err := transport.NewEndpoint(src.URL)
+	if err != nil {
+		return nil, fmt.Errorf("url invalid: %w", ErrInvalidSource)
+	}
+	return src.Auth.transportAuth(ep, filepath.Join(f.opts.Dir, "known_hosts"))
+}
+
+func (f *Fetcher) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f.opts.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, f.opts.Timeout)
+}
+
+func caData(a *Auth) []byte {
+	if a == nil {
+		return nil
+	}
+	return a.CAData
+}
+
+// repo opens (creating on first use) the bare object store for url.
+func (f *Fetcher) repo(src Source) (*localRepo, error) {
+	key := repoKey(src.URL)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if lr, ok := f.repos[key]; ok {
+		return lr, nil
+	}
+	dir := filepath.Join(f.opts.Dir, "repos", key)
+	r, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		r, err = git.PlainInit(dir, true)
+	}
+	if err != nil {
+		return nil, gitErr(src, "open local store", err)
+	}
+	lr := &localRepo{repo: r}
+	f.repos[key] = lr
+	return lr, nil
+}
+
+// repoKey names the local store of a remote: a digest of its URL without
+// credentials, so the directory name leaks nothing.
+func repoKey(raw string) string {
+	sum := sha256.Sum256([]byte(displayURL(raw)))
+	return hex.EncodeToString(sum[:12])
+}
+
+// displayURL drops userinfo entirely ("https://host/x"); for strings that do
+// not parse as URLs it falls back to RedactURL.
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return RedactURL(raw)
+	}
+	if u.Scheme == "ssh" && u.User != nil {
+		if _, hasPass := u.User.Password(); !hasPass {
+			return raw // ssh://git@host/x: the user name is not a secret
+		}
+	}
+	u.User = nil
+	return u.String()
+}

@@ -1,0 +1,283 @@
+package source
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// testRepo is a real Git repository in t.TempDir(), driven by the git CLI.
+// Servers export its directory, so changing it is what a push would do.
+type testRepo struct {
+	t   testing.TB
+	dir string
+}
+
+// newTestRepo creates an empty repository on branch main under root/name.
+func newTestRepo(t testing.TB, root, name string) *testRepo {
+	t.Helper()
+	r := &testRepo{t: t, dir: filepath.Join(root, name)}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.git("init", "-q", "-b", "main")
+	return r
+}
+
+// gitEnv isolates the git CLI from the machine's configuration.
+func gitEnv(home string) []string {
+	return append(os.Environ(),
+		"HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
+	)
+}
+
+func (r *testRepo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.dir
+	cmd.Env = gitEnv(r.dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes files (an empty value deletes the file), commits them all on
+// the current branch and returns the new commit's SHA.
+func (r *testRepo) commit(msg string, files map[string]string) string {
+	r.t.Helper()
+	for name, content := range files {
+		p := filepath.Join(r.dir, filepath.FromSlash(name))
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				r.t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	r.git("add", "-A")
+	r.git("commit", "-q", "--allow-empty", "-m", msg)
+	return r.head()
+}
+
+func (r *testRepo) head() string { r.t.Helper(); return r.git("rev-parse", "HEAD") }
+
+// gitHTTPServer is `git http-backend` behind net/http/cgi on a loopback TLS
+// listener, with optional basic auth, counting requests and response bytes.
+type gitHTTPServer struct {
+	URL string // https://127.0.0.1:port
+	CA  []byte // PEM of the server certificate, for Auth.CAData
+
+	user, pass string
+	listRefs   atomic.Int64 // GET .../info/refs
+	uploadPack atomic.Int64 // POST .../git-upload-pack (object transfer)
+	bytes      atomic.Int64 // response body bytes
+}
+
+func newGitHTTPServer(t testing.TB, root, user, pass string) *gitHTTPServer {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git CLI not installed")
+	}
+	s := &gitHTTPServer{user: user, pass: pass}
+	backend := &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.user != "" {
+			u, p, ok := r.BasicAuth()
+			if !ok || u != s.user || p != s.pass {
+				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/info/refs"):
+			s.listRefs.Add(1)
+		case strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
+			s.uploadPack.Add(1)
+		}
+		backend.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.bytes}, r)
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	s.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return s
+}
+
+// auth returns the credentials the server accepts.
+func (s *gitHTTPServer) auth() *Auth {
+	return &Auth{Username: s.user, Password: s.pass, CAData: s.CA}
+}
+
+func (s *gitHTTPServer) resetCounts() {
+	s.listRefs.Store(0)
+	s.uploadPack.Store(0)
+	s.bytes.Store(0)
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+// gitSSHServer is an in-test SSH server (golang.org/x/crypto/ssh) that runs
+// git-upload-pack for repositories under root and accepts one client key.
+type gitSSHServer struct {
+	Addr       string
+	KnownHosts []byte // known_hosts line for the host key
+	ClientKey  []byte // PEM private key the server accepts
+	uploads    atomic.Int64
+}
+
+func newGitSSHServer(t testing.TB, root string) *gitSSHServer {
+	t.Helper()
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	clientPub, clientPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized, _ := ssh.NewPublicKey(clientPub)
+	cfg := &ssh.ServerConfig{
+		PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+			if bytes.Equal(k.Marshal(), authorized.Marshal()) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("unknown key")
+		},
+	}
+	cfg.AddHostKey(hostSigner)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	s := &gitSSHServer{Addr: ln.Addr().String()}
+	s.KnownHosts = []byte(knownhosts.Line([]string{s.Addr}, hostSigner.PublicKey()) + "\n")
+	block, err := ssh.MarshalPrivateKey(clientPriv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ClientKey = pem.EncodeToMemory(block)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); s.serveConn(c, cfg, root) }()
+		}
+	}()
+	return s
+}
+
+func (s *gitSSHServer) url(repo string) string { return "ssh://git@" + s.Addr + "/" + repo }
+
+func (s *gitSSHServer) serveConn(c net.Conn, cfg *ssh.ServerConfig, root string) {
+	defer c.Close()
+	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "only sessions")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			return
+		}
+		go s.serveSession(ch, creqs, root)
+	}
+}
+
+func (s *gitSSHServer) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, root string) {
+	defer ch.Close()
+	for req := range reqs {
+		if req.Type != "exec" {
+			req.Reply(req.Type == "env", nil)
+			continue
+		}
+		var payload struct{ Command string }
+		if err := ssh.Unmarshal(req.Payload, &payload); err != nil {
+			req.Reply(false, nil)
+			return
+		}
+		repo, ok := strings.CutPrefix(payload.Command, "git-upload-pack ")
+		if !ok {
+			req.Reply(false, nil)
+			return
+		}
+		req.Reply(true, nil)
+		s.uploads.Add(1)
+		code := runUploadPack(ch, filepath.Join(root, strings.Trim(repo, `'"/`)))
+		status := make([]byte, 4)
+		binary.BigEndian.PutUint32(status, uint32(code))
+		ch.SendRequest("exit-status", false, status)
+		return
+	}
+}
+
+func runUploadPack(ch ssh.Channel, dir string) int {
+	cmd := exec.Command("git-upload-pack", dir)
+	cmd.Env = gitEnv(dir)
+	cmd.Stdout = ch
+	cmd.Stderr = ch.Stderr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		return 1
+	}
+	go func() { io.Copy(stdin, ch); stdin.Close() }()
+	if err := cmd.Wait(); err != nil {
+		return 1
+	}
+	return 0
+}
