@@ -47,7 +47,9 @@ func renderKustomize(ctx context.Context, repo *repoRoot, rel string, opts Rende
 		if errors.As(err, &re) {
 			return nil, re
 		}
+		// Paths in kustomize's messages are absolute; show them relative.
 		msg := strings.ReplaceAll(err.Error(), repo.dir+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, repo.dir, ".")
 		return nil, &RenderError{Class: ErrKustomize, Path: filepath.ToSlash(rel), Detail: "kustomize build failed",
 			Err: errors.New(RedactText(msg))}
 	}

@@ -50,11 +50,17 @@ func (c *confinedFS) note(err error) error {
 		return nil
 	}
 	if errors.Is(err, ErrOutsideRoot) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrRemoteDisabled) {
-		c.mu.Lock()
-		if c.first == nil {
-			c.first = err
-		}
-		c.mu.Unlock()
+		c.keep(err)
+	}
+	return err
+}
+
+// keep records err as the violation to report if it is the first.
+func (c *confinedFS) keep(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first == nil {
+		c.first = err
 	}
 	return err
 }
@@ -193,7 +199,7 @@ func (c *confinedFS) ReadFile(path string) ([]byte, error) {
 	}
 	if slices.Contains(kustomizationFileNames, filepath.Base(rel)) {
 		if err := checkKustomization(c.repo, rel, data); err != nil {
-			return nil, c.note(err)
+			return nil, c.keep(err)
 		}
 	}
 	return data, nil
