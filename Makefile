@@ -30,3 +30,10 @@ demo: testbin build
 ## demo-down: stop what make demo started
 demo-down:
 	@if [ -x hack/demo.sh ]; then hack/demo.sh down; fi
+
+## generate: deepcopy and the GitSync CRD from api/v1alpha1 (chart copy + embedded copy)
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+.PHONY: generate
+generate:
+	$(CONTROLLER_GEN) object crd paths=./api/... output:crd:dir=charts/gitsync/crds
+	cp charts/gitsync/crds/gitsync.dev_gitsyncs.yaml api/v1alpha1/crd/gitsync.dev_gitsyncs.yaml

@@ -1,0 +1,129 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{}, &env))
+}
+
+func installCRD(t *testing.T) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	crd, err := v1.CRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create CRD: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("CRD not established: %v", err)
+	}
+	if err := v1.AddToScheme(env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCRDValidation proves the schema in the generated CRD rejects the specs
+// the controller could never act on and accepts a plain one, with defaults.
+func TestCRDValidation(t *testing.T) {
+	c := installCRD(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+
+	good := func() *v1.GitSync {
+		return &v1.GitSync{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "gs-", Namespace: ns},
+			Spec: v1.GitSyncSpec{
+				Source: v1.GitSource{URL: "https://example.com/repo.git", Ref: v1.GitRef{Branch: "main"}, Path: "apps/web"},
+			},
+		}
+	}
+	tests := []struct {
+		name    string
+		mutate  func(*v1.GitSync)
+		wantErr string // empty: accepted
+	}{
+		{name: "good", mutate: func(*v1.GitSync) {}},
+		{name: "ref defaults to main", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{} }},
+		{name: "path with dots inside a name", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "a/..b/c.." }},
+		{name: "two refs", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref.Tag = "v1" }, wantErr: "exactly one of branch, tag, semver or commit"},
+		{name: "absolute path", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "/etc" }, wantErr: "path must be relative"},
+		{name: "parent path", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "../x" }, wantErr: "'..' segments"},
+		{name: "parent inside path", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "a/../../x" }, wantErr: "'..' segments"},
+		{name: "zero retry interval", mutate: func(g *v1.GitSync) { g.Spec.RetryInterval = &metav1.Duration{} }, wantErr: "retryInterval must be between"},
+		{name: "huge timeout", mutate: func(g *v1.GitSync) { g.Spec.Timeout = &metav1.Duration{Duration: 48 * time.Hour} }, wantErr: "timeout must be between"},
+		{name: "short commit", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{Commit: "abc123"} }, wantErr: "spec.source.ref.commit"},
+		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gs := good()
+			tt.mutate(gs)
+			err := c.Create(ctx, gs)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("rejected a valid spec: %v", err)
+				}
+				if gs.Spec.Interval.Duration != 5*time.Minute || gs.Spec.DeletionPolicy != v1.DeletionPolicyDelete || gs.Spec.Source.Ref.Branch == "" && gs.Spec.Source.Ref.Tag == "" {
+					t.Errorf("defaults not applied: interval %v, deletionPolicy %q, ref %+v", gs.Spec.Interval, gs.Spec.DeletionPolicy, gs.Spec.Source.Ref)
+				}
+				return
+			}
+			if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got error %v, want Invalid containing %q", err, tt.wantErr)
+			}
+		})
+	}
+
+	// An explicit zero interval, as a kubectl user would write it (the Go
+	// type omits a zero interval, so it is sent as unstructured).
+	for _, interval := range []string{"0s", "0", "-5m", "soon"} {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "gitsync.dev/v1alpha1", "kind": "GitSync",
+			"metadata": map[string]any{"generateName": "gs-", "namespace": ns},
+			"spec": map[string]any{
+				"source":   map[string]any{"url": "https://example.com/repo.git"},
+				"interval": interval,
+			},
+		}}
+		if err := c.Create(ctx, u); err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.interval") {
+			t.Errorf("interval %q: got error %v, want Invalid on spec.interval", interval, err)
+		}
+	}
+}

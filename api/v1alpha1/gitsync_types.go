@@ -1,0 +1,284 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// GitSync makes a set of objects in a cluster follow a directory of manifests
+// in a Git repository.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gs,categories=gitsync
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitSync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitSyncSpec   `json:"spec"`
+	Status GitSyncStatus `json:"status,omitempty"`
+}
+
+// GitSyncList is a list of GitSyncs.
+//
+// +kubebuilder:object:root=true
+type GitSyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitSync `json:"items"`
+}
+
+// GitSyncSpec says what to sync, how often, and how carefully.
+type GitSyncSpec struct {
+	// Source is the repository, ref and path to read manifests from.
+	Source GitSource `json:"source"`
+
+	// Interval between two reconciles of an unchanged GitSync: how often the
+	// remote is asked for a new revision and drift missed by watches is
+	// repaired. Between 1s and 24h.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="interval must be between 1s and 24h"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitzero"`
+
+	// RetryInterval caps the exponential backoff after a transient failure.
+	// Defaults to Interval. Between 1s and 24h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="retryInterval must be between 1s and 24h"
+	// +optional
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+
+	// Timeout bounds one reconcile: fetch, apply, prune and, with Wait, the
+	// health wait. Defaults to 5m. Between 1s and 24h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="timeout must be between 1s and 24h"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Prune deletes objects that were applied before and are no longer in Git.
+	// +kubebuilder:default=true
+	// +optional
+	Prune bool `json:"prune"`
+
+	// AllowEmpty lets a render that yields no objects prune everything applied
+	// before. Without it an empty render is an error: it is far more often a
+	// wrong path than an intent.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// Suspend stops reconciling; the objects stay as they are.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Force takes fields owned by other field managers (not only kubectl) and
+	// recreates objects whose immutable fields changed.
+	// +optional
+	Force bool `json:"force,omitempty"`
+
+	// Wait makes Ready also mean that every applied object is healthy
+	// (kstatus Current), waiting up to Timeout.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+
+	// TargetNamespace is the namespace for namespaced objects that have none in
+	// Git. Defaults to the GitSync's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// ServiceAccountName, in the GitSync's namespace, is impersonated for
+	// every read and write of applied objects, so a GitSync can do no more
+	// than that account may.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// KubeConfig targets another cluster: the Secret key holds a kubeconfig.
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+
+	// DeletionPolicy says what happens to applied objects when the GitSync is
+	// deleted: Delete prunes them, Orphan keeps them and removes the owner
+	// labels.
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Webhook names the Secret whose "token" key verifies push webhooks for
+	// Source.URL, so a push is applied without waiting for Interval.
+	// +optional
+	Webhook *WebhookSpec `json:"webhook,omitempty"`
+}
+
+// GitSource is one path of one repository at one ref.
+type GitSource struct {
+	// URL of the repository: https://, http://, ssh://, git@host:org/repo or
+	// file://.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+
+	// Ref selects the branch, tag, semver range or commit to follow.
+	// +kubebuilder:default={branch: "main"}
+	// +optional
+	Ref GitRef `json:"ref,omitzero"`
+
+	// Path is the directory in the repository to render, relative and without
+	// ".." segments. Empty means the repository root.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="path must be relative"
+	// +kubebuilder:validation:XValidation:rule="!(self == '..' || self.startsWith('../') || self.endsWith('/..') || self.contains('/../'))",message="path must not contain '..' segments"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// SecretRef names a Secret in the GitSync's namespace with Git
+	// credentials: username/password, bearerToken, identity/known_hosts
+	// (ssh), caFile.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// GitRef selects exactly one of a branch, a tag, a semver range of tags, or a
+// commit.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() == 1",message="exactly one of branch, tag, semver or commit must be set"
+type GitRef struct {
+	// Branch follows the tip of a branch.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Branch string `json:"branch,omitempty"`
+	// Tag pins a tag.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// Semver follows the highest tag within a semver range, e.g. "~1.4".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Semver string `json:"semver,omitempty"`
+	// Commit pins a full 40-hex commit SHA.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// LocalObjectReference names an object in the GitSync's namespace.
+type LocalObjectReference struct {
+	// Name of the referent.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SecretKeyReference names one key of a Secret in the GitSync's namespace.
+type SecretKeyReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret; defaults to "value".
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// KubeConfigReference points at a kubeconfig for a remote target cluster.
+type KubeConfigReference struct {
+	// SecretRef is the Secret key holding the kubeconfig.
+	SecretRef SecretKeyReference `json:"secretRef"`
+}
+
+// WebhookSpec configures push webhooks for this GitSync.
+type WebhookSpec struct {
+	// SecretRef names a Secret whose "token" key is the shared webhook secret.
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
+
+// DeletionPolicy says what deleting a GitSync does to its objects.
+// +kubebuilder:validation:Enum=Delete;Orphan
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete prunes every inventory object with the GitSync.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyOrphan leaves the objects and removes the owner labels.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
+
+// GitSyncStatus is what the controller observed and did. It changes only when
+// something changed: it holds no timestamps or counters that move every pass.
+type GitSyncStatus struct {
+	// ObservedGeneration is the spec generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, following kstatus conventions.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastAttemptedRevision is the revision last fetched and tried.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// LastAppliedRevision is the revision last applied successfully.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// Inventory lists the objects applied by the last successful reconcile.
+	// +optional
+	Inventory *Inventory `json:"inventory,omitempty"`
+}
+
+// Inventory lists applied objects.
+type Inventory struct {
+	// Entries, sorted by ID.
+	// +listType=atomic
+	Entries []InventoryEntry `json:"entries"`
+}
+
+// InventoryEntry is one applied object.
+type InventoryEntry struct {
+	// ID is "namespace_name_group_kind".
+	ID string `json:"id"`
+	// Version is the API version the object was applied with.
+	// +optional
+	Version string `json:"v,omitempty"`
+	// UID of the object when it was applied; prune requires it to match.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+}
+
+// Condition types and reasons of a GitSync, following kstatus conventions:
+// Ready is the summary, Reconciling is set while work is in progress, Stalled
+// when progress needs a change of spec or revision.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+
+	ReasonSucceeded         = "ReconciliationSucceeded"
+	ReasonProgressing       = "Progressing"
+	ReasonFetchFailed       = "FetchFailed"
+	ReasonRenderFailed      = "RenderFailed"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonPruneFailed       = "PruneFailed"
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	ReasonInvalidSpec       = "InvalidSpec"
+	ReasonForbidden         = "Forbidden"
+	ReasonSuspended         = "Suspended"
+	ReasonDeleting          = "Deleting"
+	ReasonDeletionBlocked   = "DeletionBlocked"
+)
