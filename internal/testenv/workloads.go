@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -109,8 +110,16 @@ func (e *Env) createFakeNode(ctx context.Context) error {
 	if err := e.Client.Create(ctx, node); err != nil {
 		return fmt.Errorf("create fake Node %s: %w", FakeNodeName, err)
 	}
-	node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity}
-	if err := e.Client.Status().Update(ctx, node); err != nil {
+	// Node status given at create time may be kept or dropped depending on the
+	// apiserver version; set it explicitly, racing kwok's own status writes.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		node.Status.Capacity, node.Status.Allocatable = capacity, capacity
+		return e.Client.Status().Update(ctx, node)
+	})
+	if err != nil {
 		return fmt.Errorf("set fake Node %s capacity: %w", FakeNodeName, err)
 	}
 	return nil
