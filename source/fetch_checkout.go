@@ -37,6 +37,8 @@ func (f *Fetcher) checkoutTree(ctx context.Context, src Source, rev Revision) (s
 	if err != nil {
 		return "", err
 	}
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
 	want, err := revisionHash(rev)
 	if err != nil {
 		return "", gitErr(src, "checkout", err)

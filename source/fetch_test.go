@@ -341,4 +341,3 @@ func TestRevisionString(t *testing.T) {
 		t.Error(diff)
 	}
 }
-

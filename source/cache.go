@@ -1,0 +1,226 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// RenderFunc renders path (relative, "/"-separated) of the checkout at root.
+// The Cache takes it as a parameter so it never depends on a renderer.
+type RenderFunc func(ctx context.Context, root, path string) (*Rendered, error)
+
+// CacheOptions configures a Cache.
+type CacheOptions struct {
+	// Fetcher resolves and fetches. Required.
+	Fetcher *Fetcher
+	// Render turns a checkout path into objects. Required; usually a closure
+	// over source.Render with the caller's RenderOptions.
+	Render RenderFunc
+	// MaxEntries bounds the renders kept, so memory stays flat with many sources.
+	MaxEntries int
+	// MaxBytes bounds the approximate size (JSON bytes) of the renders kept;
+	// 0 means only MaxEntries applies.
+	MaxBytes int64
+}
+
+// DefaultCacheOptions keeps up to 256 renders and 256 MiB.
+func DefaultCacheOptions() CacheOptions {
+	return CacheOptions{MaxEntries: 256, MaxBytes: 256 << 20}
+}
+
+// Artifact is the rendered content of one Source at one Revision.
+type Artifact struct {
+	// Revision is what the Source resolved to. Rewritten and Previous are set
+	// only by the Get that first fetched this commit.
+	Revision Revision
+	// Rendered is shared between callers and must not be modified.
+	Rendered *Rendered
+	// ContentKey names the render's input (see contentKey); commits with the
+	// same key share one render.
+	ContentKey string
+}
+
+// Cache maps (repository, commit, path) to rendered objects. A commit that
+// does not change the path's tree reuses the previous render without a
+// checkout; concurrent Gets of one key share one fetch and render; a failed
+// fetch or render stores nothing, so the last good artifact stays in place.
+type Cache struct {
+	opts  CacheOptions
+	group singleflight.Group
+
+	mu       sync.Mutex
+	contents *lru[string]    // url|commit|path → content key
+	renders  *lru[*Rendered] // url|content key|path → render
+	last     map[string]*Artifact
+}
+
+// NewCache validates opts, filling zero bounds from DefaultCacheOptions.
+func NewCache(opts CacheOptions) (*Cache, error) {
+	if opts.Fetcher == nil || opts.Render == nil {
+		return nil, errors.New("cache options invalid: Fetcher and Render are required")
+	}
+	def := DefaultCacheOptions()
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = def.MaxEntries
+	}
+	if opts.MaxBytes < 0 {
+		return nil, errors.New("cache options invalid: negative MaxBytes")
+	}
+	return &Cache{
+		opts:     opts,
+		contents: newLRU[string](opts.MaxEntries*4, 0),
+		renders:  newLRU[*Rendered](opts.MaxEntries, opts.MaxBytes),
+		last:     map[string]*Artifact{},
+	}, nil
+}
+
+// Get resolves src (one listing request) and returns the artifact for the
+// revision it points at, fetching and rendering only on a miss.
+func (c *Cache) Get(ctx context.Context, src Source) (*Artifact, error) {
+	rev, err := c.opts.Fetcher.Resolve(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetRevision(ctx, src, rev)
+}
+
+// GetRevision returns the artifact for an already resolved revision.
+func (c *Cache) GetRevision(ctx context.Context, src Source, rev Revision) (*Artifact, error) {
+	key := keyOf(rev.URL, rev.Commit, cleanRepoPath(src.Path))
+	if a, ok := c.lookup(key, rev); ok {
+		c.remember(src, a)
+		return a, nil
+	}
+	// The load runs detached from any one caller's cancellation, since other
+	// callers may be waiting on it; the Fetcher's timeout still bounds it.
+	ch := c.group.DoChan(key, func() (any, error) {
+		return c.load(context.WithoutCancel(ctx), src, rev, key)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		a := *res.Val.(*Artifact)
+		if !res.Shared {
+			c.remember(src, &a)
+			return &a, nil
+		}
+		// A caller that joined someone else's load gets its own ref name.
+		a.Revision = rev
+		c.remember(src, &a)
+		return &a, nil
+	}
+}
+
+// LastGood returns the artifact of the last successful Get for src's URL,
+// ref and path, so a caller can keep reporting it while the newest
+// revision fails to fetch or render.
+func (c *Cache) LastGood(src Source) (*Artifact, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.last[sourceKey(src)]
+	return a, ok
+}
+
+func (c *Cache) lookup(key string, rev Revision) (*Artifact, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ck, ok := c.contents.get(key)
+	if !ok {
+		return nil, false
+	}
+	r, ok := c.renders.get(keyOf(rev.URL, ck, lastField(key)))
+	if !ok {
+		return nil, false
+	}
+	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, true
+}
+
+// load fetches rev, and renders it unless a render of the same content key
+// is cached.
+func (c *Cache) load(ctx context.Context, src Source, rev Revision, key string) (*Artifact, error) {
+	f := c.opts.Fetcher
+	rev, err := f.Fetch(ctx, src, rev)
+	if err != nil {
+		return nil, err
+	}
+	ck, err := f.contentKey(src, rev.Commit)
+	if err != nil {
+		return nil, err
+	}
+	path := cleanRepoPath(src.Path)
+	rkey := keyOf(rev.URL, ck, path)
+	c.mu.Lock()
+	r, hit := c.renders.get(rkey)
+	if hit {
+		c.contents.add(key, ck, 0)
+	}
+	c.mu.Unlock()
+	if !hit {
+		if r, err = c.render(ctx, src, rev, path); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.renders.add(rkey, r, renderedSize(r))
+		c.contents.add(key, ck, 0)
+		c.mu.Unlock()
+	}
+	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, nil
+}
+
+func (c *Cache) render(ctx context.Context, src Source, rev Revision, path string) (*Rendered, error) {
+	dir, err := c.opts.Fetcher.checkoutTree(ctx, src, rev)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	r, err := c.opts.Render(ctx, dir, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s render %s: %w", rev, path, err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%s render %s: renderer returned nothing", rev, path)
+	}
+	return r, nil
+}
+
+func (c *Cache) remember(src Source, a *Artifact) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[sourceKey(src)] = a
+}
+
+func keyOf(url, id, path string) string { return url + "\x00" + id + "\x00" + path }
+
+func lastField(key string) string {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == 0 {
+			return key[i+1:]
+		}
+	}
+	return key
+}
+
+func sourceKey(src Source) string {
+	return keyOf(displayURL(src.URL), src.Ref.String(), cleanRepoPath(src.Path))
+}
+
+// renderedSize approximates the memory a render holds by its JSON size.
+func renderedSize(r *Rendered) int64 {
+	n := int64(len(r.Digest))
+	for _, o := range r.Objects {
+		if b, err := json.Marshal(o.Object); err == nil {
+			n += int64(len(b))
+		}
+	}
+	return n
+}

@@ -1,0 +1,301 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// countingRenderer renders every regular file under path into a ConfigMap
+// named after the file, with the file's content as data; it counts calls and
+// fails on content "bad". It follows symlinks, like a real renderer may
+// within the root. (The cache must work with any renderer.)
+type countingRenderer struct {
+	calls   atomic.Int64
+	started chan struct{} // receives once per call, if non-nil
+	release chan struct{} // calls block until closed, if non-nil
+}
+
+func (r *countingRenderer) render(ctx context.Context, root, path string) (*Rendered, error) {
+	r.calls.Add(1)
+	if r.started != nil {
+		r.started <- struct{}{}
+	}
+	if r.release != nil {
+		<-r.release
+	}
+	out := &Rendered{Objects: []*unstructured.Unstructured{}}
+	var names []string
+	err := filepath.WalkDir(filepath.Join(root, path), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(string(b)) == "bad" {
+			return errors.New(d.Name() + ": bad manifest")
+		}
+		rel, _ := filepath.Rel(root, p)
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("v1")
+		o.SetKind("ConfigMap")
+		o.SetName(strings.NewReplacer("/", "-", ".", "-").Replace(rel))
+		unstructured.SetNestedField(o.Object, string(b), "data", "content")
+		out.Objects = append(out.Objects, o)
+		names = append(names, rel+"="+string(b))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out.Digest = strings.Join(names, ";")
+	return out, nil
+}
+
+func newTestCache(t testing.TB, r *countingRenderer) (*Cache, *Fetcher) {
+	t.Helper()
+	f := newTestFetcher(t)
+	opts := DefaultCacheOptions()
+	opts.Fetcher, opts.Render = f, r.render
+	c, err := NewCache(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, f
+}
+
+func TestCacheReusesRenderWhenPathUntouched(t *testing.T) {
+	root := t.TempDir()
+	srv := newGitHTTPServer(t, root, "alice", "pw-123456")
+	repo := newTestRepo(t, root, "app")
+	repo.commit("init", map[string]string{
+		"apps/web/cm.yaml":           "web: 1\n",
+		"docs/README.md":             "hello\n",
+		"base/cm.yaml":               "base: 1\n",
+		"overlay/kustomization.yaml": "resources: [../base]\n",
+		"linked/cm.yaml":             "linked: 1\n",
+	})
+	if err := os.Symlink("../base/cm.yaml", filepath.Join(repo.dir, "linked/base.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	repo.commit("symlink", nil)
+
+	// Each step commits a change, then Gets every path; want lists which
+	// paths had to be rendered again.
+	steps := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"first Get renders all", nil, []string{"apps/web", "linked", "overlay"}},
+		// overlay has a kustomization and linked has a symlink: either may read
+		// anything in the repository, so they are keyed by the root tree and
+		// any commit re-renders them; plain apps/web is keyed by its own tree.
+		{"docs change renders only root-keyed paths", map[string]string{"docs/README.md": "changed\n"}, []string{"linked", "overlay"}},
+		{"web change", map[string]string{"apps/web/cm.yaml": "web: 2\n"}, []string{"apps/web", "linked", "overlay"}},
+		{"base change re-renders dependents", map[string]string{"base/cm.yaml": "base: 2\n"}, []string{"linked", "overlay"}},
+		{"empty commit renders nothing", map[string]string{}, nil},
+	}
+	r := &countingRenderer{}
+	c, _ := newTestCache(t, r)
+	keys := map[string]string{}
+	for i, s := range steps {
+		if i > 0 {
+			repo.commit(s.name, s.files)
+		}
+		var rendered []string
+		for _, path := range []string{"apps/web", "linked", "overlay"} {
+			before := r.calls.Load()
+			src := Source{URL: srv.URL + "/app", Ref: Ref{Branch: "main"}, Path: path, Auth: srv.auth()}
+			a, err := c.Get(t.Context(), src)
+			if err != nil {
+				t.Fatalf("%s: Get %s: %v", s.name, path, err)
+			}
+			if a.Revision.Commit != repo.head() {
+				t.Errorf("%s: Get %s at %s, want %s", s.name, path, a.Revision.Commit, repo.head())
+			}
+			if r.calls.Load() != before {
+				rendered = append(rendered, path)
+			} else if keys[path] != a.ContentKey {
+				t.Errorf("%s: %s reused a render under a different content key %q (was %q)", s.name, path, a.ContentKey, keys[path])
+			}
+			keys[path] = a.ContentKey
+		}
+		if diff := cmp.Diff(s.want, rendered); diff != "" {
+			t.Errorf("%s: rendered paths (-want +got):\n%s", s.name, diff)
+		}
+	}
+}
+
+func TestCacheUnchangedHeadCostsNoFetch(t *testing.T) {
+	root := t.TempDir()
+	srv := newGitHTTPServer(t, root, "", "")
+	repo := newTestRepo(t, root, "app")
+	repo.commit("init", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	r := &countingRenderer{}
+	c, _ := newTestCache(t, r)
+	src := Source{URL: srv.URL + "/app", Ref: Ref{Branch: "main"}, Path: "deploy", Auth: srv.auth()}
+	first, err := c.Get(t.Context(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.resetCounts()
+	second, err := c.Get(t.Context(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [3]int64{srv.listRefs.Load(), srv.uploadPack.Load(), r.calls.Load()}
+	if want := [3]int64{1, 0, 1}; got != want {
+		t.Errorf("second Get: [info/refs, upload-pack, renders] = %v, want %v", got, want)
+	}
+	if first.Rendered != second.Rendered {
+		t.Error("second Get did not return the cached render")
+	}
+}
+
+func TestCacheConcurrentGetSharesOneFetch(t *testing.T) {
+	root := t.TempDir()
+	srv := newGitHTTPServer(t, root, "", "")
+	repo := newTestRepo(t, root, "app")
+	repo.commit("init", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	r := &countingRenderer{started: make(chan struct{}, 16), release: make(chan struct{})}
+	c, _ := newTestCache(t, r)
+	src := Source{URL: srv.URL + "/app", Ref: Ref{Branch: "main"}, Path: "deploy", Auth: srv.auth()}
+
+	const callers = 8
+	var wg sync.WaitGroup
+	results := make([]*Artifact, callers)
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Go(func() { results[i], errs[i] = c.Get(t.Context(), src) })
+	}
+	<-r.started // one render is in flight and blocked
+	for srv.listRefs.Load() < callers {
+		// every caller has resolved; each is now joining the flight or waiting
+		// for the repository lock. This is synchronisation, not a timing assert.
+		runtimeYield()
+	}
+	close(r.release)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		if results[i].Rendered != results[0].Rendered {
+			t.Errorf("caller %d got a different render", i)
+		}
+	}
+	if got := [2]int64{srv.uploadPack.Load(), r.calls.Load()}; got != [2]int64{1, 1} {
+		t.Errorf("[upload-pack requests, renders] = %v, want [1 1]", got)
+	}
+}
+
+func TestCacheFailedRenderKeepsLastGood(t *testing.T) {
+	root := t.TempDir()
+	repo := newTestRepo(t, root, "app")
+	good := repo.commit("good", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	r := &countingRenderer{}
+	c, _ := newTestCache(t, r)
+	src := Source{URL: repo.dir, Ref: Ref{Branch: "main"}, Path: "deploy"}
+	if _, err := c.Get(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	bad := repo.commit("bad", map[string]string{"deploy/cm.yaml": "bad\n"})
+	a, err := c.Get(t.Context(), src)
+	if err == nil || a != nil {
+		t.Fatalf("Get of a bad render = %v, %v; want only an error", a, err)
+	}
+	if !strings.Contains(err.Error(), bad) {
+		t.Errorf("render error %q does not name the revision", err)
+	}
+	last, ok := c.LastGood(src)
+	if !ok || last.Revision.Commit != good {
+		t.Fatalf("LastGood = %v, %v; want the good commit %s", last, ok, good)
+	}
+	// The bad commit is not cached as a failure either: a fix renders again.
+	fixed := repo.commit("fix", map[string]string{"deploy/cm.yaml": "a: 2\n"})
+	if a, err = c.Get(t.Context(), src); err != nil || a.Revision.Commit != fixed {
+		t.Fatalf("Get after fix = %v, %v", a, err)
+	}
+	if last, _ := c.LastGood(src); last.Revision.Commit != fixed {
+		t.Errorf("LastGood after fix = %s, want %s", last.Revision.Commit, fixed)
+	}
+}
+
+func TestCacheFetchErrorKeepsLastGood(t *testing.T) {
+	root := t.TempDir()
+	repo := newTestRepo(t, root, "app")
+	repo.git("checkout", "-q", "-b", "feature")
+	good := repo.commit("good", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	r := &countingRenderer{}
+	c, _ := newTestCache(t, r)
+	src := Source{URL: repo.dir, Ref: Ref{Branch: "feature"}, Path: "deploy"}
+	if _, err := c.Get(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	repo.git("checkout", "-q", "-b", "main")
+	repo.git("branch", "-D", "feature")
+	if _, err := c.Get(t.Context(), src); !errors.Is(err, ErrRefNotFound) {
+		t.Fatalf("Get after branch delete = %v, want ErrRefNotFound", err)
+	}
+	if last, ok := c.LastGood(src); !ok || last.Revision.Commit != good {
+		t.Errorf("LastGood = %v, %v; want %s", last, ok, good)
+	}
+}
+
+func TestLRUBounds(t *testing.T) {
+	type add struct {
+		key  string
+		size int64
+	}
+	tests := []struct {
+		name       string
+		maxEntries int
+		maxBytes   int64
+		adds       []add
+		touch      string // looked up after the first two adds
+		want       []string
+	}{
+		{"entries evict oldest", 2, 0, []add{{"a", 1}, {"b", 1}, {"c", 1}}, "", []string{"b", "c"}},
+		{"get refreshes", 2, 0, []add{{"a", 1}, {"b", 1}, {"c", 1}}, "a", []string{"a", "c"}},
+		{"bytes evict oldest", 10, 10, []add{{"a", 4}, {"b", 4}, {"c", 4}}, "", []string{"b", "c"}},
+		{"oversized value not stored", 10, 10, []add{{"a", 4}, {"big", 11}}, "", []string{"a"}},
+		{"replace updates size", 10, 10, []add{{"a", 4}, {"a", 9}, {"b", 1}}, "", []string{"a", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLRU[int](tc.maxEntries, tc.maxBytes)
+			for i, a := range tc.adds {
+				if i == 2 && tc.touch != "" {
+					l.get(tc.touch)
+				}
+				l.add(a.key, i, a.size)
+			}
+			var got []string
+			for _, k := range []string{"a", "b", "c", "big"} {
+				if _, ok := l.get(k); ok {
+					got = append(got, k)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("kept keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func runtimeYield() { runtime.Gosched() }
