@@ -2,7 +2,24 @@
 // which of them may be pruned.
 //
 // Contract: an object is deleted only when it is in the previous inventory, is
-// absent from the new one, still carries this sync's owner labels, and its live
-// UID equals the recorded one. Nothing is pruned after a failed or empty
-// render unless explicitly allowed. Deletes carry UID preconditions.
+// absent from the new one, still carries this sync's owner labels, its live
+// UID equals the recorded one, and it is not annotated gitsync.dev/prune:
+// disabled. Nothing is pruned unless the caller says fetch, render and apply
+// of the new revision all succeeded; an empty desired inventory prunes only
+// when allowed; more than MaxShare of the inventory at once is refused.
+// Namespaces and CRDs are deleted only when allowed and only when they hold
+// nothing this plan does not delete. Deletes carry UID and resourceVersion
+// preconditions and run in reverse apply order (custom resources, namespaced
+// objects, cluster objects, then Namespaces and CRDs), each stage waited for
+// by watch with a bound. Failed deletions stay in the inventory and are
+// retried; they are reported, never forgotten.
+//
+// The package never applies anything and never deletes an object it did not
+// first read and check. Plan is read-only; Execute and Orphan write.
+//
+// Stored form (GitSync status and the CLI's ConfigMap): the JSON of
+// Inventory, {"entries":[{"id":{"group","kind","namespace","name"},"uid",
+// "version"}]}, sorted by group, kind, namespace, name. The ConfigMap
+// "gitsync-inventory-<sync>" (label gitsync.dev/inventory: <sync>) holds it
+// gzip-compressed under binaryData "inventory.json.gz".
 package inventory

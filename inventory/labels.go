@@ -10,6 +10,11 @@ const (
 	// PruneAnnotation set to "disabled" keeps an object when it leaves Git
 	// (and keeps it out of the inventory).
 	PruneAnnotation = "gitsync.dev/prune"
+	// PruneDisabledValue is the PruneAnnotation value that disables pruning.
+	PruneDisabledValue = "disabled"
+	// InventoryLabel marks a ConfigMap as the inventory of the CLI sync named
+	// by its value.
+	InventoryLabel = "gitsync.dev/inventory"
 	// Finalizer guards a GitSync until its inventory was pruned or orphaned.
 	Finalizer = "gitsync.dev/finalizer"
 	// FieldManager is the server-side apply field manager gitsync writes as.
@@ -23,6 +28,15 @@ func OwnerLabels(name, namespace string) map[string]string {
 }
 
 // OwnedBy reports whether labels carry exactly the given sync's owner labels.
+// Both labels must be present: a missing namespace label never matches an
+// empty namespace, and an empty name never matches anything.
 func OwnedBy(labels map[string]string, name, namespace string) bool {
-	return labels[NameLabel] == name && labels[NamespaceLabel] == namespace
+	gotName, okName := labels[NameLabel]
+	gotNamespace, okNamespace := labels[NamespaceLabel]
+	return name != "" && okName && okNamespace && gotName == name && gotNamespace == namespace
+}
+
+// PruneDisabled reports whether annotations opt an object out of pruning.
+func PruneDisabled(annotations map[string]string) bool {
+	return annotations[PruneAnnotation] == PruneDisabledValue
 }

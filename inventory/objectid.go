@@ -54,8 +54,10 @@ var wellKnownGroups = map[string]bool{
 }
 
 // Key is the stable, unambiguous string form stored in inventories:
-// "namespace_name_group_kind" (namespace and group may be empty). Kubernetes
-// names cannot contain "_", so the form parses back without ambiguity.
+// "namespace_name_group_kind" (namespace and group may be empty). Namespaces,
+// groups and kinds cannot contain "_"; a few kinds (RBAC roles, for one) allow
+// it in names, so the name is everything between the first and the
+// second-to-last separator.
 func (id ObjectID) Key() string {
 	return strings.Join([]string{id.Namespace, id.Name, id.Group, id.Kind}, "_")
 }
@@ -63,8 +65,18 @@ func (id ObjectID) Key() string {
 // ParseKey parses the form produced by Key.
 func ParseKey(s string) (ObjectID, error) {
 	parts := strings.Split(s, "_")
-	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+	if len(parts) < 4 {
 		return ObjectID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
 	}
-	return ObjectID{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3]}, nil
+	n := len(parts)
+	id := ObjectID{
+		Namespace: parts[0],
+		Name:      strings.Join(parts[1:n-2], "_"),
+		Group:     parts[n-2],
+		Kind:      parts[n-1],
+	}
+	if id.Name == "" || id.Kind == "" {
+		return ObjectID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
+	}
+	return id, nil
 }

@@ -1,0 +1,67 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var (
+	namespaceGK = schema.GroupKind{Kind: "Namespace"}
+	crdGK       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+)
+
+// getMeta reads only an object's metadata: all that ownership checks need.
+func getMeta(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, id ObjectID) (*metav1.PartialObjectMetadata, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// isGone reports whether err means the object (or its whole kind) is gone.
+func isGone(err error) bool {
+	return apierrors.IsNotFound(err) || isNoMatch(err)
+}
+
+func isNoMatch(err error) bool {
+	return meta.IsNoMatchError(err)
+}
+
+// notOurs returns why a live object may not be deleted by the owner name/ns
+// under inventory entry e ("" when it may): it was recreated (new UID),
+// relabelled, or opted out.
+func notOurs(live metav1.Object, e Entry, name, namespace string) string {
+	if e.UID == "" {
+		return "no UID recorded in the inventory"
+	}
+	if live.GetUID() != e.UID {
+		return fmt.Sprintf("recreated by someone else (live UID %s, recorded %s)", live.GetUID(), e.UID)
+	}
+	if labels := live.GetLabels(); !OwnedBy(labels, name, namespace) {
+		return fmt.Sprintf("owner labels changed (%s=%s, %s=%s)",
+			NameLabel, labelValue(labels, NameLabel), NamespaceLabel, labelValue(labels, NamespaceLabel))
+	}
+	if PruneDisabled(live.GetAnnotations()) {
+		return fmt.Sprintf("annotated %s: %s", PruneAnnotation, PruneDisabledValue)
+	}
+	return ""
+}
+
+func labelValue(labels map[string]string, key string) string {
+	v, ok := labels[key]
+	switch {
+	case !ok:
+		return "<none>"
+	case v == "":
+		return `""`
+	}
+	return v
+}

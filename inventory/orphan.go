@@ -1,0 +1,109 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Orphan releases every object of inv from the sync name/namespace
+// (deletionPolicy: Orphan): it removes the owner labels, so the objects keep
+// running and no later prune touches them. Each object is changed with one
+// JSON patch that first tests its UID and both labels, so an object
+// recreated or relabelled by someone else is left exactly as it is (kept).
+// The result's Remaining holds the objects that failed; the error joins
+// their causes.
+func Orphan(ctx context.Context, c client.Client, inv *Inventory, name, namespace string) (*PruneResult, error) {
+	if name == "" {
+		return nil, errors.New("orphan: owner name is required")
+	}
+	inv = New(inv.entries()...)
+	r := newResolver(nil, c)
+	out := make([]PruneEntry, inv.Len())
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(DefaultPruneOptions().concurrency())
+	for i, e := range inv.Entries {
+		g.Go(func() error {
+			out[i] = orphanOne(gctx, c, r, e, name, namespace)
+			return nil
+		})
+	}
+	_ = g.Wait() // orphanOne reports per object
+	res := &PruneResult{Entries: out}
+	var stay []Entry
+	var errs []error
+	for i, e := range out {
+		if e.Action == ActionFailed {
+			stay = append(stay, inv.Entries[i])
+			errs = append(errs, e.Err)
+		}
+	}
+	res.Remaining = New(stay...)
+	return res, errors.Join(errs...)
+}
+
+func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, namespace string) PruneEntry {
+	failed := func(err error) PruneEntry {
+		return PruneEntry{ID: e.ID, Action: ActionFailed, Reason: "could not remove owner labels", Err: objectError(e.ID, "orphan", err)}
+	}
+	m, err := r.resolve(e)
+	if err != nil {
+		if isNoMatch(err) {
+			return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "kind is no longer served"}
+		}
+		return failed(err)
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(m.GVK)
+	obj.SetNamespace(e.ID.Namespace)
+	obj.SetName(e.ID.Name)
+	patch, err := orphanPatch(e.UID, name, namespace)
+	if err != nil {
+		return failed(err)
+	}
+	err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager))
+	switch {
+	case err == nil:
+		return PruneEntry{ID: e.ID, Action: ActionOrphaned, Reason: "owner labels removed"}
+	case apierrors.IsNotFound(err):
+		return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "already deleted"}
+	case isTestFailed(err):
+		return PruneEntry{ID: e.ID, Action: ActionKept, Reason: "not ours any more (recreated or relabelled by someone else)"}
+	}
+	return failed(err)
+}
+
+// orphanPatch tests that the object is still the recorded one with our
+// labels, then removes the labels — atomically, in one request.
+func orphanPatch(uid types.UID, name, namespace string) ([]byte, error) {
+	type op struct {
+		Op    string  `json:"op"`
+		Path  string  `json:"path"`
+		Value *string `json:"value,omitempty"`
+	}
+	nameLabel := "/metadata/labels/" + jsonPointerEscape(NameLabel)
+	namespaceLabel := "/metadata/labels/" + jsonPointerEscape(NamespaceLabel)
+	return json.Marshal([]op{
+		{Op: "test", Path: "/metadata/uid", Value: ptrTo(string(uid))},
+		{Op: "test", Path: nameLabel, Value: &name},
+		{Op: "test", Path: namespaceLabel, Value: &namespace},
+		{Op: "remove", Path: nameLabel},
+		{Op: "remove", Path: namespaceLabel},
+	})
+}
+
+func jsonPointerEscape(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// isTestFailed reports a JSON patch whose test operation did not hold.
+func isTestFailed(err error) bool {
+	return apierrors.IsInvalid(err) || (apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "test"))
+}
