@@ -1,0 +1,173 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"gitsync.dev/gitsync/inventory"
+)
+
+// Applier applies sets of desired objects with server-side apply. It is safe
+// for concurrent use; one Applier serves every sync of a process.
+type Applier struct {
+	opts   Options
+	live   client.Reader
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+	differ decider
+}
+
+// New returns an Applier writing through cfg.
+//
+// live is where current objects are read from. In the agent it is a
+// controller-runtime cache: a Get on an unstructured object starts an informer
+// for its kind on first use, after which deciding that an object is unchanged
+// costs no request at all. When live is nil the Applier reads straight from
+// the apiserver (one GET per object and run), which suits one-shot CLI use.
+//
+// The REST mapper is discovery-backed and lazy: a kind it does not know (a CRD
+// applied in the first stage) triggers a re-discovery of just that group.
+func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
+	if cfg == nil {
+		return nil, errors.New("apply: rest config is required")
+	}
+	def := DefaultOptions()
+	if opts.FieldManager == "" {
+		opts.FieldManager = def.FieldManager
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = def.Concurrency
+	}
+	if opts.CRDTimeout <= 0 {
+		opts.CRDTimeout = def.CRDTimeout
+	}
+	if opts.RecreateTimeout <= 0 {
+		opts.RecreateTimeout = def.RecreateTimeout
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("apply: http client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("apply: rest mapper: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("apply: dynamic client: %w", err)
+	}
+	differ, c, err := newDiffer(cfg, hc, mapper, opts)
+	if err != nil {
+		return nil, err
+	}
+	if live == nil {
+		live = c
+	}
+	return &Applier{opts: opts, live: live, dyn: dyn, mapper: mapper, differ: differ}, nil
+}
+
+// Apply makes the cluster match objs and reports one entry per object, in the
+// order given. Stages run in order (CRDs, Namespaces and cluster classes
+// first; CRDs are awaited until Established); within a stage objects are
+// applied in parallel. A failing object fails only its entry.
+//
+// The error is for failures of the whole run (context cancelled, apiserver
+// unreachable); the ChangeSet then holds what was decided so far.
+func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*ChangeSet, error) {
+	run := &run{
+		a:        a,
+		objs:     objs,
+		entries:  make([]Entry, len(objs)),
+		results:  make([]*unstructured.Unstructured, len(objs)),
+		newKinds: map[schema.GroupKind]bool{},
+	}
+	var byStage [numStages][]int
+	for i, obj := range objs {
+		id := idOf(obj, a.opts.DefaultNamespace)
+		run.entries[i] = Entry{ID: id, Subject: id.String()}
+		byStage[stageOf(obj)] = append(byStage[stageOf(obj)], i)
+	}
+	err := run.stage(ctx, byStage[stageCluster], nil)
+	if err == nil {
+		var blocked map[schema.GroupKind]string
+		blocked, err = run.settleCRDs(ctx, byStage[stageCluster])
+		if err == nil {
+			err = run.stage(ctx, byStage[stageRest], blocked)
+		}
+	}
+	return &ChangeSet{Entries: run.entries}, err
+}
+
+// run is the state of one Apply call.
+type run struct {
+	a    *Applier
+	objs []*unstructured.Unstructured
+	// entries and results are indexed like objs; each goroutine writes only its own index.
+	entries []Entry
+	results []*unstructured.Unstructured
+	// newKinds (dry run only) are kinds of CRDs in the set that do not exist
+	// yet: their custom resources would be created, not skipped.
+	newKinds map[schema.GroupKind]bool
+}
+
+// stage applies the objects at idx in parallel. An object whose kind is in
+// blocked (kinds of CRDs that failed) is skipped with the CRD's failure.
+func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind]string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.a.opts.Concurrency)
+	for _, i := range idx {
+		obj := r.objs[i]
+		if crd, ok := blocked[obj.GroupVersionKind().GroupKind()]; ok {
+			e := &r.entries[i]
+			e.Action = Skipped
+			e.Err = fmt.Errorf("%s skipped: its CustomResourceDefinition %s failed", e.Subject, crd)
+			continue
+		}
+		g.Go(func() error {
+			entry, result, err := r.a.applyOne(gctx, obj)
+			if entry.Action == Skipped && r.newKinds[obj.GroupVersionKind().GroupKind()] {
+				entry.Action, entry.Err = Created, nil
+			}
+			r.entries[i], r.results[i] = entry, result
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// idOf returns obj's ID with the default namespace filled in when obj names
+// none; applyOne corrects it for cluster-scoped kinds.
+func idOf(obj *unstructured.Unstructured, defaultNamespace string) inventory.ObjectID {
+	id := inventory.IDOf(obj)
+	if id.Namespace == "" {
+		id.Namespace = defaultNamespace
+	}
+	return id
+}
+
+// fatal reports whether err means the apiserver cannot be reached at all, so
+// the whole run stops instead of failing every entry the same way.
+func fatal(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, http.ErrHandlerTimeout)
+}

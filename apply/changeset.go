@@ -1,0 +1,119 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"gitsync.dev/gitsync/inventory"
+)
+
+// Action is what happened (or, in a dry run, would happen) to one object.
+type Action string
+
+// The actions an entry can report. Pruned is set by package inventory, which
+// reuses the ChangeSet for deletions; the Applier never prunes.
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	Pruned     Action = "pruned"
+	Skipped    Action = "skipped"
+	Failed     Action = "failed"
+)
+
+// actionOrder fixes the order of actions in Summary.
+var actionOrder = []Action{Created, Configured, Unchanged, Pruned, Skipped, Failed}
+
+// Entry is the outcome for one object.
+type Entry struct {
+	// ID names the object independent of its API version.
+	ID inventory.ObjectID
+	// Subject is ID.String(): "Kind/namespace/name", the form used in every message.
+	Subject string
+	// Action is what happened.
+	Action Action
+	// UID is the live object's UID after the action (empty when it does not exist).
+	UID types.UID
+	// Diff is the masked unified diff of the change, filled only with Options.Diff.
+	Diff string
+	// Err says why the entry failed or was skipped; nil otherwise.
+	Err error
+	// TookOver lists the field managers (from Options.TakeOverManagers) whose
+	// fields were taken back to make the object match Git.
+	TookOver []string
+	// Recreated is true when an immutable-field change was applied by deleting
+	// and creating the object (a new UID).
+	Recreated bool
+}
+
+// ChangeSet is the outcome of one Apply: one entry per object, in the order
+// the objects were given.
+type ChangeSet struct {
+	Entries []Entry
+}
+
+// Add appends an entry, filling Subject from ID when empty.
+func (cs *ChangeSet) Add(e Entry) {
+	if e.Subject == "" {
+		e.Subject = e.ID.String()
+	}
+	cs.Entries = append(cs.Entries, e)
+}
+
+// Failed returns the entries whose action is Failed.
+func (cs *ChangeSet) Failed() []Entry {
+	var out []Entry
+	for _, e := range cs.Entries {
+		if e.Action == Failed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Err joins the errors of the failed entries; nil when none failed. Skipped
+// entries are not errors by themselves: they are skipped because of a failure
+// that Err already reports.
+func (cs *ChangeSet) Err() error {
+	var errs []error
+	for _, e := range cs.Failed() {
+		err := e.Err
+		if err == nil {
+			err = fmt.Errorf("%s failed", e.Subject)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Changed reports whether any object was created, configured or pruned.
+func (cs *ChangeSet) Changed() bool {
+	for _, e := range cs.Entries {
+		if e.Action == Created || e.Action == Configured || e.Action == Pruned {
+			return true
+		}
+	}
+	return false
+}
+
+// Summary counts entries per action, e.g. "3 created, 1 configured, 10
+// unchanged, 1 failed"; actions with no entries are left out.
+func (cs *ChangeSet) Summary() string {
+	counts := map[Action]int{}
+	for _, e := range cs.Entries {
+		counts[e.Action]++
+	}
+	var parts []string
+	for _, a := range actionOrder {
+		if counts[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
+		}
+	}
+	if len(parts) == 0 {
+		return "no objects"
+	}
+	return strings.Join(parts, ", ")
+}

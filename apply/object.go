@@ -1,0 +1,139 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// applyOne plans and, unless the object is unchanged or this is a dry run,
+// writes one object. It returns the object's entry, the resulting live object
+// (nil when unknown) and an error only when the whole run must stop.
+func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) (Entry, *unstructured.Unstructured, error) {
+	p, e, err := a.plan(ctx, obj)
+	if err != nil || e.Action != "" {
+		return e, p.live, err
+	}
+	if a.opts.DryRun {
+		e.Action = p.action()
+		return e, p.live, nil
+	}
+	out, err := a.write(ctx, p, &e)
+	if err != nil {
+		if fatal(err) {
+			return e, nil, fmt.Errorf("%s apply failed: %w", e.Subject, err)
+		}
+		e.Action, e.Err = Failed, fmt.Errorf("%s apply failed: %w", e.Subject, err)
+		return e, nil, nil
+	}
+	e.Action, e.UID = p.action(), out.GetUID()
+	return e, out, nil
+}
+
+// planned is one object ready to be written.
+type planned struct {
+	desired *unstructured.Unstructured // with namespace and owner labels
+	live    *unstructured.Unstructured // nil when the object does not exist
+	mapping *meta.RESTMapping
+}
+
+func (p planned) action() Action {
+	if p.live == nil {
+		return Created
+	}
+	return Configured
+}
+
+// plan resolves the object's kind, reads the live object and decides whether
+// it must be written. A returned entry with an Action set is final (unchanged,
+// skipped or failed); an error means the whole run must stop.
+func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured) (planned, Entry, error) {
+	gvk := obj.GroupVersionKind()
+	id := idOf(obj, a.opts.DefaultNamespace)
+	e := Entry{ID: id, Subject: id.String()}
+	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		e.Action, e.Err = Skipped, fmt.Errorf("%s skipped: kind %s is not served by the cluster: %w", e.Subject, gvk, err)
+		return planned{}, e, nil
+	}
+	if err != nil {
+		return a.failPlan(e, "apply", err)
+	}
+	desired := a.prepare(obj, mapping)
+	e.ID = inventory.IDOf(desired)
+	e.Subject = e.ID.String()
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace && desired.GetNamespace() == "" {
+		e.Action, e.Err = Failed, fmt.Errorf("%s apply failed: namespaced object without namespace and no default namespace", e.Subject)
+		return planned{}, e, nil
+	}
+	live, err := a.read(ctx, desired)
+	if err != nil {
+		return a.failPlan(e, "read", err)
+	}
+	p := planned{desired: desired, live: live, mapping: mapping}
+	res, err := a.decide(ctx, desired, live)
+	if err != nil {
+		return a.failPlan(e, "diff", err)
+	}
+	if a.opts.Diff {
+		e.Diff = res.Text
+	}
+	if res.Verdict == diff.InSync {
+		e.Action, e.UID = Unchanged, live.GetUID()
+	}
+	return p, e, nil
+}
+
+// failPlan fails the entry, or the whole run when err says the apiserver is unreachable.
+func (a *Applier) failPlan(e Entry, verb string, err error) (planned, Entry, error) {
+	err = fmt.Errorf("%s %s failed: %w", e.Subject, verb, err)
+	if fatal(err) {
+		return planned{}, e, err
+	}
+	e.Action, e.Err = Failed, err
+	return planned{}, e, nil
+}
+
+// prepare returns a copy of obj as it is applied: the namespace defaulted (or
+// cleared for cluster-scoped kinds) and the owner labels stamped.
+func (a *Applier) prepare(obj *unstructured.Unstructured, mapping *meta.RESTMapping) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if out.GetNamespace() == "" {
+			out.SetNamespace(a.opts.DefaultNamespace)
+		}
+	} else {
+		out.SetNamespace("")
+	}
+	if len(a.opts.OwnerLabels) > 0 {
+		labels := out.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, a.opts.OwnerLabels)
+		out.SetLabels(labels)
+	}
+	return out
+}
+
+// read returns the live object, or nil when it does not exist.
+func (a *Applier) read(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	err := a.live.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return live, nil
+}

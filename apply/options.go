@@ -1,0 +1,66 @@
+package apply
+
+import (
+	"time"
+
+	"gitsync.dev/gitsync/inventory"
+)
+
+// RecreateAnnotation set to "enabled" on an object lets the Applier delete
+// and recreate it when a change touches an immutable field.
+const RecreateAnnotation = "gitsync.dev/recreate"
+
+// DefaultConcurrency is the number of objects applied in parallel within a
+// stage. It was chosen from the benchmark in bench/ (see bench/RESULTS.md):
+// beyond it the apiserver, not the client, is the bottleneck.
+const DefaultConcurrency = 16
+
+// Options configures an Applier.
+type Options struct {
+	// FieldManager is the server-side apply field manager: it owns every field
+	// gitsync sets and so decides which fields are removed when Git drops them.
+	FieldManager string
+	// Concurrency bounds the objects applied in parallel within a stage.
+	Concurrency int
+	// Force takes ownership of fields from every other manager and allows
+	// recreating objects whose immutable fields changed.
+	Force bool
+	// OwnerLabels are stamped on every applied object (inventory.OwnerLabels),
+	// so pruning can prove the object is ours.
+	OwnerLabels map[string]string
+	// TakeOverManagers are the field managers of people (kubectl and friends)
+	// whose fields are taken back without Force: their edits are drift.
+	TakeOverManagers []string
+	// DefaultNamespace is used for namespaced objects that name none.
+	DefaultNamespace string
+	// DryRun decides the actions without writing anything.
+	DryRun bool
+	// Diff fills Entry.Diff with a masked unified diff for changed objects.
+	Diff bool
+	// CRDTimeout bounds the wait for applied CRDs to become Established (and
+	// for their kinds to appear in discovery) before the next stage.
+	CRDTimeout time.Duration
+	// RecreateTimeout bounds the wait for a deleted object to be gone before it
+	// is created again (finalizers can hold it).
+	RecreateTimeout time.Duration
+}
+
+// DefaultTakeOverManagers are kubectl's field managers: fields they own are
+// changes made by hand, which gitsync reverts.
+func DefaultTakeOverManagers() []string {
+	return []string{
+		"kubectl", "kubectl-edit", "kubectl-patch", "kubectl-scale", "kubectl-label",
+		"kubectl-annotate", "kubectl-client-side-apply", "before-first-apply",
+	}
+}
+
+// DefaultOptions returns the options gitsync runs with.
+func DefaultOptions() Options {
+	return Options{
+		FieldManager:     inventory.FieldManager,
+		Concurrency:      DefaultConcurrency,
+		TakeOverManagers: DefaultTakeOverManagers(),
+		CRDTimeout:       time.Minute,
+		RecreateTimeout:  time.Minute,
+	}
+}

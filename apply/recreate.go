@@ -1,0 +1,79 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// recreate deletes the live object (only the very object that was read: UID
+// precondition), waits by watch until it is gone and applies the desired
+// object again.
+func (a *Applier) recreate(ctx context.Context, ri dynamic.ResourceInterface, p planned) (*unstructured.Unstructured, error) {
+	uid := p.live.GetUID()
+	background := metav1.DeletePropagationBackground
+	err := ri.Delete(ctx, p.desired.GetName(), metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &background,
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("delete: %w", err)
+	}
+	if err := waitGone(ctx, ri, p.desired.GetName(), uid, a.opts.RecreateTimeout); err != nil {
+		return nil, err
+	}
+	return a.ssa(ctx, ri, p.desired, a.opts.Force)
+}
+
+// waitGone watches the object until no object with that name and UID exists.
+func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, uid types.UID, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	gone := func(store cache.Store) (bool, error) {
+		for _, o := range store.List() {
+			if o.(*unstructured.Unstructured).GetUID() == uid {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	_, err := watchtools.UntilWithSync(ctx, listWatch(ri, name), &unstructured.Unstructured{}, gone,
+		func(ev watch.Event) (bool, error) {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			return ok && (ev.Type == watch.Deleted && u.GetUID() == uid || u.GetUID() != uid), nil
+		})
+	if err != nil {
+		return fmt.Errorf("wait for deletion: %w", err)
+	}
+	return nil
+}
+
+// listWatch lists and watches ri, restricted to one name when name is set.
+func listWatch(ri dynamic.ResourceInterface, name string) cache.ListerWatcher {
+	sel := func(o *metav1.ListOptions) {
+		if name != "" {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			sel(&o)
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			sel(&o)
+			return ri.Watch(ctx, o)
+		},
+	}
+}
