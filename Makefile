@@ -25,11 +25,12 @@ test: testbin
 
 ## demo: local control plane + local Git repo + gitsync, end to end
 demo: testbin build
-	@if [ -x hack/demo.sh ]; then hack/demo.sh; else echo "make demo arrives with the demo issue (#8); for now run: make test"; fi
+	$(GO) build -o bin/demo ./hack/demo
+	bin/demo up
 
 ## demo-down: stop what make demo started
 demo-down:
-	@if [ -x hack/demo.sh ]; then hack/demo.sh down; fi
+	@if [ -x bin/demo ]; then bin/demo down; else echo "nothing to stop"; fi
 
 ## generate: deepcopy and the GitSync CRD from api/v1alpha1 (chart copy + embedded copy)
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
