@@ -1,9 +1,12 @@
 package diff
 
-// equalValues compares two JSON-shaped values (as decoded into
-// unstructured objects) exactly: maps by keys and values, lists in order,
-// integers of any Go type as int64, floats as float64. An integer never equals
-// a float, so "1" vs "1.0" is left to the server to judge.
+import "math"
+
+// equalValues compares two JSON-shaped values exactly as they would be sent:
+// maps by keys and values, lists in order, numbers by their JSON form (an
+// integral float64 below 2^53, which encoding/json writes as an integer,
+// equals that integer; the unstructured JSON decoder yields int64 where
+// encoding/json and sigs.k8s.io/yaml yield float64).
 func equalValues(a, b any) bool {
 	switch a := a.(type) {
 	case map[string]any:
@@ -38,19 +41,27 @@ func equalValues(a, b any) bool {
 	case nil:
 		return b == nil
 	}
-	if ai, ok := asInt(a); ok {
-		bi, ok := asInt(b)
-		return ok && ai == bi
+	ai, aInt := asInt(a)
+	bi, bInt := asInt(b)
+	if aInt && bInt {
+		return ai == bi
 	}
-	if af, ok := a.(float64); ok {
-		bf, ok := b.(float64)
-		return ok && af == bf
-	}
-	if af, ok := a.(float32); ok {
-		bf, ok := b.(float32)
-		return ok && af == bf
+	af, aFloat := a.(float64)
+	bf, bFloat := b.(float64)
+	switch {
+	case aFloat && bFloat:
+		return af == bf
+	case aFloat && bInt:
+		return integral(af) && int64(af) == bi
+	case aInt && bFloat:
+		return integral(bf) && int64(bf) == ai
 	}
 	return false
+}
+
+// integral reports whether encoding/json writes f as an exact integer.
+func integral(f float64) bool {
+	return f == math.Trunc(f) && math.Abs(f) < 1<<53
 }
 
 func asInt(v any) (int64, bool) {

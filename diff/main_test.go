@@ -1,0 +1,89 @@
+package diff_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/inventory"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{}, &env))
+}
+
+// countingTransport counts every request that reaches the apiserver.
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// countingClient returns a client whose requests are counted.
+func countingClient(t *testing.T) (client.Client, *countingTransport) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	ct := &countingTransport{}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		ct.next = rt
+		return ct
+	}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatalf("counting client: %v", err)
+	}
+	return c, ct
+}
+
+// object parses a YAML manifest, replacing NS with ns, as the renderer
+// does (numbers as int64).
+func object(t *testing.T, manifest, ns string) *unstructured.Unstructured {
+	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(manifest, "NS", ns)))
+	if err != nil {
+		t.Fatalf("parse manifest: %v", err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		t.Fatalf("decode manifest: %v", err)
+	}
+	return u
+}
+
+// applyAs server-side applies obj as manager and returns the live object.
+func applyAs(t *testing.T, obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+	t.Helper()
+	cp := obj.DeepCopy()
+	err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(cp),
+		client.FieldOwner(manager), client.ForceOwnership)
+	if err != nil {
+		t.Fatalf("apply %s as %s: %v", inventory.IDOf(obj), manager, err)
+	}
+	return get(t, obj)
+}
+
+// get reads the live object from the apiserver.
+func get(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), live); err != nil {
+		t.Fatalf("get %s: %v", inventory.IDOf(obj), err)
+	}
+	return live
+}
