@@ -135,8 +135,12 @@ func (f *fixture) waitCached(t *testing.T, objs ...*unstructured.Unstructured) {
 // obj parses a YAML manifest, replacing NS with the namespace.
 func obj(t testing.TB, ns, manifest string) *unstructured.Unstructured {
 	t.Helper()
+	data, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(manifest, "NS", ns)))
+	if err != nil {
+		t.Fatalf("parse manifest: %v", err)
+	}
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(manifest, "NS", ns)), &u.Object); err != nil {
+	if err := u.UnmarshalJSON(data); err != nil {
 		t.Fatalf("parse manifest: %v", err)
 	}
 	return u

@@ -1,0 +1,68 @@
+package health
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"gitsync.dev/gitsync/inventory"
+)
+
+// Status is the kstatus readiness of an object.
+type Status = status.Status
+
+// The statuses an object can have (kstatus conventions).
+const (
+	// Current: the object is fully reconciled and ready (a Deployment is Available
+	// with all replicas updated, a Job completed, a ConfigMap exists).
+	Current = status.CurrentStatus
+	// InProgress: the object is being reconciled and may still become Current.
+	InProgress = status.InProgressStatus
+	// Failed: the object will not become Current without a change
+	// (ProgressDeadlineExceeded, a failed Job, a Stalled condition).
+	Failed = status.FailedStatus
+	// Terminating: the object is being deleted.
+	Terminating = status.TerminatingStatus
+	// NotFound: the object does not exist.
+	NotFound = status.NotFoundStatus
+	// Unknown: the status could not be determined (yet).
+	Unknown = status.UnknownStatus
+)
+
+// Result is the readiness of one object.
+type Result struct {
+	// ID names the object.
+	ID inventory.ObjectID
+	// Status is its kstatus status.
+	Status Status
+	// Message says why, in kstatus' words ("Deployment is available. Replicas: 2").
+	Message string
+}
+
+// Check computes the readiness of one object with kstatus. It is pure: it
+// looks only at obj.
+func Check(obj *unstructured.Unstructured) (Result, error) {
+	id := inventory.IDOf(obj)
+	res, err := status.Compute(obj)
+	if err != nil {
+		return Result{ID: id, Status: Unknown}, fmt.Errorf("%s health check failed: %w", id, err)
+	}
+	return Result{ID: id, Status: res.Status, Message: res.Message}, nil
+}
+
+// Aggregate is the status of a set of objects: Failed if any failed, Current
+// if all are Current (or the set is empty), InProgress otherwise.
+func Aggregate(results []Result) Status {
+	all := Current
+	for _, r := range results {
+		switch r.Status {
+		case Failed:
+			return Failed
+		case Current:
+		default:
+			all = InProgress
+		}
+	}
+	return all
+}
