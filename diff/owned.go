@@ -53,7 +53,7 @@ func ownedInSync(desired, live *unstructured.Unstructured, manager string) bool 
 			}
 		}
 	}
-	return ownedSubsetOf(fields, d, nil)
+	return ownedSubsetOf(fields, d)
 }
 
 // ownedFieldsV1 returns the decoded FieldsV1 of manager's Apply entry in the
@@ -113,7 +113,7 @@ func (w walker) metadata(dm map[string]any, live any, fields map[string]any) boo
 	if _, owned := fields["f:metadata"]; owned && node == nil {
 		return false
 	}
-	return ownedSubsetOf(node, dm, nil)
+	return ownedSubsetOf(node, dm)
 }
 
 // field compares one desired map entry with the live one under node, the
@@ -155,12 +155,14 @@ func sameOrEmpty(dv any, n int, lv any, present bool) bool {
 }
 
 // mapFields compares a granular map; lenient names are key fields the
-// server defaulted, which may or may not be owned.
+// server defaults, which desired left out, so they are compared by value only.
 func (w walker) mapFields(dm, lm map[string]any, node map[string]any, lenient map[string]bool) bool {
 	for name, dv := range dm {
 		lv, present := lm[name]
 		if lenient[name] {
-			if !present || !equalValues(dv, lv) {
+			// A defaulted key field desired leaves out must not be owned:
+			// if it is, the apply would release it.
+			if _, owned := node["f:"+name]; owned || !present || !equalValues(dv, lv) {
 				return false
 			}
 			continue
@@ -169,13 +171,13 @@ func (w walker) mapFields(dm, lm map[string]any, node map[string]any, lenient ma
 			return false
 		}
 	}
-	return ownedSubsetOf(node, dm, lenient)
+	return ownedSubsetOf(node, dm)
 }
 
 // ownedSubsetOf reports whether every field owned under node is present in
-// desired (or lenient): a field gitsync owns that desired lacks would be
-// removed by the apply.
-func ownedSubsetOf(node, desired map[string]any, lenient map[string]bool) bool {
+// desired: a field gitsync owns that desired lacks would be removed by the
+// apply.
+func ownedSubsetOf(node, desired map[string]any) bool {
 	for key := range node {
 		if key == "." {
 			continue
@@ -184,7 +186,7 @@ func ownedSubsetOf(node, desired map[string]any, lenient map[string]bool) bool {
 		if !ok {
 			return false
 		}
-		if _, in := desired[name]; !in && !lenient[name] {
+		if _, in := desired[name]; !in {
 			return false
 		}
 	}

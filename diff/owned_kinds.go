@@ -38,5 +38,5 @@ func secretStringData(desired any, live, fields map[string]any) bool {
 			return false
 		}
 	}
-	return ownedSubsetOf(node, dm, nil)
+	return ownedSubsetOf(node, dm)
 }
