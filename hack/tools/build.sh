@@ -18,6 +18,7 @@ programs=(
   "kube-scheduler|$here|k8s.io/kubernetes/cmd/kube-scheduler"
   "kubectl|$here|k8s.io/kubernetes/cmd/kubectl"
   "kwok|$here/kwok|sigs.k8s.io/kwok/cmd/kwok"
+  "helm|$here/helm|helm.sh/helm/v3/cmd/helm"
 )
 
 want="${*:-}"
