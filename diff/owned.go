@@ -25,6 +25,9 @@ func ownedInSync(desired, live *unstructured.Unstructured, manager string) bool 
 	if apiVersion == "" || apiVersion != l["apiVersion"] || d["kind"] != l["kind"] {
 		return false
 	}
+	if desired.GetName() == "" || desired.GetName() != live.GetName() || desired.GetNamespace() != live.GetNamespace() {
+		return false
+	}
 	fields, ok := ownedFieldsV1(l, manager, apiVersion)
 	if !ok {
 		return false
