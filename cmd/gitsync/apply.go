@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// ApplyOptions are the inputs of gitsync apply.
+type ApplyOptions struct {
+	Source SourceOptions
+	Target TargetOptions
+	Prune  PruneFlags
+	// Name is the sync whose inventory records what was applied (and, with
+	// Prune, what may be pruned); empty means no inventory and no owner labels.
+	Name string
+	// Force takes fields other managers own and recreates objects whose
+	// immutable fields changed.
+	Force bool
+	// PruneEnabled deletes objects of the inventory that left the source.
+	PruneEnabled bool
+	// Wait waits for the applied objects to become ready, up to Timeout.
+	Wait    bool
+	Timeout time.Duration
+	// DryRun prints what would change, as gitsync diff does, and writes nothing.
+	DryRun bool
+
+	Out, ErrOut io.Writer
+}
+
+// NewApplyCmd returns the apply command.
+func NewApplyCmd() *cobra.Command {
+	o := &ApplyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply [DIR]",
+		Short: "Apply a directory or repository to the cluster",
+		Long: `Apply a directory or repository to the cluster with the agent's engine.
+
+Objects are applied with server-side apply (field manager "gitsync") in
+stages: CRDs, Namespaces and cluster-wide classes first, then everything else
+in parallel. Fields changed by hand with kubectl are taken back; fields owned
+by other controllers are reported as conflicts and left alone unless --force.
+
+With --name the applied objects carry owner labels and are recorded in an
+inventory (ConfigMap gitsync-inventory-NAME in the namespace). With --prune,
+objects of that inventory that left the source are deleted, but only after
+every object applied successfully, only if they still carry the owner labels
+and the recorded UID, and never more than --prune-max-share of them at once.
+
+Exit status: 0 success, 1 some object failed (or the wait or prune failed),
+2 the source or flags are invalid or the cluster cannot be reached.`,
+		Example: `  # Apply ./deploy to the namespace of the current context
+  gitsync apply ./deploy
+
+  # Apply, record the inventory "web", prune what left ./deploy and wait until ready
+  gitsync apply ./deploy --name web -n prod --prune --wait --timeout 5m
+
+  # Show what would change without writing anything
+  gitsync apply ./deploy --name web --prune --dry-run
+
+  # Apply a tag of a remote repository
+  gitsync apply --url https://github.com/example/app --tag v1.4.0 --path deploy`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := o.Complete(args); err != nil {
+				return withExitCode(exitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
+	o.Source.AddFlags(cmd.Flags())
+	o.Target.AddFlags(cmd.Flags())
+	o.Prune.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync: stamps owner labels and records the inventory used by --prune.")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Take fields owned by other managers and recreate objects whose immutable fields changed.")
+	cmd.Flags().BoolVar(&o.PruneEnabled, "prune", false, "Delete objects of the --name inventory that are no longer in the source.")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the applied objects are ready.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --wait waits before failing.")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Print what would change (like gitsync diff) and write nothing.")
+	return cmd
+}
+
+// Complete validates the flags and takes the directory argument.
+func (o *ApplyOptions) Complete(args []string) error {
+	if err := o.Source.Complete(args); err != nil {
+		return err
+	}
+	if o.PruneEnabled && o.Name == "" {
+		return errors.New("--prune needs --name: only objects recorded in a named inventory are ever pruned")
+	}
+	if o.Timeout <= 0 {
+		return errors.New("--timeout must be positive")
+	}
+	return o.Prune.Validate()
+}
+
+// Run renders, applies, prunes and waits, printing one line per object and a
+// summary. The error carries the exit status.
+func (o *ApplyOptions) Run(ctx context.Context) error {
+	desired, err := o.Source.Render(ctx)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	tgt, err := o.Target.Connect()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	if o.DryRun {
+		return o.dryRun(ctx, tgt, desired)
+	}
+	a, err := newApplier(tgt, o.Name, applierFlags{Force: o.Force})
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	bar := startProgress(o.ErrOut, fmt.Sprintf("applying %d objects", len(desired.Objects)))
+	cs, err := a.Apply(ctx, desired.Objects)
+	bar.Done()
+	p := newPrinter(o.Out)
+	printChangeSet(p, cs)
+	if err != nil {
+		return withExitCode(exitFailure, err)
+	}
+	var errs []error
+	if err := applyErr(cs); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Name != "" {
+		if err := o.recordAndPrune(ctx, tgt, p, desired, cs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.Wait && len(errs) == 0 {
+		if err := o.waitReady(ctx, tgt, cs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.Printf("%s\n", cs.Summary())
+	return withExitCode(exitFailure, errors.Join(errs...))
+}
+
+// dryRun prints the diff an apply would make. Unlike gitsync diff it exits 0
+// when there are differences: only an error fails it.
+func (o *ApplyOptions) dryRun(ctx context.Context, tgt *Target, desired *Desired) error {
+	name := o.Name
+	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: name, PreviewPrune: o.PruneEnabled, Prune: o.Prune})
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	d := &DiffOptions{Out: o.Out, ErrOut: o.ErrOut}
+	if err := d.print(rep); err != nil {
+		return withExitCode(exitError, err)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(o.ErrOut, "warning:", w)
+	}
+	return withExitCode(exitFailure, rep.Errors())
+}
+
+// applyErr is the failure of a change set: failed entries, and skipped ones
+// (whose kind is not served, or whose CRD failed).
+func applyErr(cs *apply.ChangeSet) error {
+	var errs []error
+	for _, e := range cs.Entries {
+		if e.Action == apply.Failed || e.Action == apply.Skipped {
+			err := e.Err
+			if err == nil {
+				err = fmt.Errorf("%s %s", e.Subject, e.Action)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// printChangeSet prints one line per entry: "Kind/ns/name created".
+func printChangeSet(p *printer, cs *apply.ChangeSet) {
+	for _, e := range cs.Entries {
+		p.Printf("%s\n", changeLine(p, e))
+	}
+}
+
+func changeLine(p *printer, e apply.Entry) string {
+	line := e.Subject + " " + string(e.Action)
+	var notes []string
+	if len(e.TookOver) > 0 {
+		notes = append(notes, "took fields back from "+strings.Join(e.TookOver, ", "))
+	}
+	if e.Recreated {
+		notes = append(notes, "recreated")
+	}
+	if len(notes) > 0 {
+		line += " (" + strings.Join(notes, "; ") + ")"
+	}
+	switch e.Action {
+	case apply.Created:
+		return p.paint(colourGreen, line)
+	case apply.Configured:
+		return p.paint(colourYellow, line)
+	case apply.Pruned:
+		return p.paint(colourRed, line)
+	case apply.Failed, apply.Skipped:
+		if e.Err != nil {
+			line += ": " + strings.TrimPrefix(e.Err.Error(), e.Subject+" ")
+		}
+		return p.paint(colourRed, line)
+	}
+	return line
+}
+
+// recordAndPrune updates the inventory of the named sync and, with --prune
+// and a fully successful apply, prunes what left the source.
+func (o *ApplyOptions) recordAndPrune(ctx context.Context, tgt *Target, p *printer, desired *Desired, cs *apply.ChangeSet) error {
+	store := inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, o.Name)
+	old, err := store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	applied := appliedInventory(desired, cs)
+	succeeded := applyErr(cs) == nil
+	if !o.PruneEnabled || !succeeded {
+		if o.PruneEnabled {
+			fmt.Fprintln(o.ErrOut, "warning: nothing pruned: not every object applied")
+		}
+		return store.Save(ctx, old.Union(applied))
+	}
+	opts := o.Prune.options(tgt, o.Name, cs)
+	plan, err := inventory.Plan(ctx, tgt.Client, old, applied, opts)
+	var refused *inventory.RefusedError
+	if errors.As(err, &refused) {
+		if serr := store.Save(ctx, refused.Keep); serr != nil {
+			return errors.Join(err, serr)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	bar := startProgress(o.ErrOut, fmt.Sprintf("pruning %d objects", len(plan.Deletions)))
+	res, perr := plan.Execute(ctx, tgt.Client)
+	bar.Done()
+	for _, e := range res.Entries {
+		switch e.Action {
+		case inventory.ActionPruned:
+			cs.Add(apply.Entry{ID: e.ID, Action: apply.Pruned})
+			p.Printf("%s\n", p.paint(colourRed, e.ID.String()+" pruned"))
+		case inventory.ActionKept:
+			p.Printf("%s kept: %s\n", e.ID, e.Reason)
+		case inventory.ActionFailed:
+			cs.Add(apply.Entry{ID: e.ID, Action: apply.Failed, Err: e.Err})
+			p.Printf("%s\n", p.paint(colourRed, fmt.Sprintf("%s prune failed: %s", e.ID, e.Reason)))
+		}
+	}
+	if err := store.Save(ctx, res.Remaining); err != nil {
+		return errors.Join(perr, err)
+	}
+	return perr
+}
+
+// appliedInventory records the objects that now exist as applied, with their
+// UIDs. Objects annotated gitsync.dev/prune: disabled are left out, as
+// inventory.FromObjects does: they are never pruned, so not tracked.
+func appliedInventory(desired *Desired, cs *apply.ChangeSet) *inventory.Inventory {
+	var entries []inventory.Entry
+	for i, e := range cs.Entries {
+		if e.UID == "" || i >= len(desired.Objects) {
+			continue
+		}
+		obj := desired.Objects[i]
+		if inventory.PruneDisabled(obj.GetAnnotations()) {
+			continue
+		}
+		entries = append(entries, inventory.Entry{ID: e.ID, UID: e.UID, Version: obj.GroupVersionKind().Version})
+	}
+	return inventory.New(entries...)
+}
+
+// waitReady waits for every applied object to become ready.
+func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.ChangeSet) error {
+	var ids []inventory.ObjectID
+	for _, e := range cs.Entries {
+		switch e.Action {
+		case apply.Created, apply.Configured, apply.Unchanged:
+			ids = append(ids, e.ID)
+		}
+	}
+	bar := startProgress(o.ErrOut, fmt.Sprintf("waiting for %d objects to become ready", len(ids)))
+	_, err := health.Wait(ctx, tgt.Config, ids, health.WaitOptions{Timeout: o.Timeout})
+	bar.Done()
+	if err != nil {
+		return fmt.Errorf("wait: %w", err)
+	}
+	fmt.Fprintf(o.Out, "%d objects ready\n", len(ids))
+	return nil
+}
+
+// applierFlags are the per-command switches of newApplier.
+type applierFlags struct {
+	Force, DryRun bool
+}
+
+// newApplier builds the engine's Applier as the agent configures it: gitsync's
+// field manager, kubectl's managers taken over, owner labels when named.
+func newApplier(tgt *Target, name string, f applierFlags) (*apply.Applier, error) {
+	opts := apply.DefaultOptions()
+	opts.Force = f.Force
+	opts.DryRun = f.DryRun
+	opts.Diff = f.DryRun
+	opts.DefaultNamespace = tgt.Namespace
+	if name != "" {
+		opts.OwnerLabels = inventory.OwnerLabels(name, tgt.Namespace)
+	}
+	return apply.New(tgt.Config, tgt.Client, opts)
+}
+
+// PruneFlags are the safety rails of pruning, shared by apply --prune and the
+// prune preview of diff --name.
+type PruneFlags struct {
+	// AllowEmpty lets a source with no objects prune everything.
+	AllowEmpty bool
+	// MaxShare is the largest share of the inventory one run may prune.
+	MaxShare float64
+	// AllowNamespaces and AllowCRDs let stale Namespaces and CRDs go (each
+	// only when it holds nothing else).
+	AllowNamespaces, AllowCRDs bool
+}
+
+// AddFlags registers the prune rails.
+func (f *PruneFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.AllowEmpty, "allow-empty", false, "Let a source with no objects prune every object of the inventory.")
+	fs.Float64Var(&f.MaxShare, "prune-max-share", inventory.DefaultPruneOptions().MaxShare, "Refuse to prune more than this share (0..1] of the inventory at once; 0 disables the limit.")
+	fs.BoolVar(&f.AllowNamespaces, "prune-namespaces", false, "Allow pruning Namespaces that hold nothing but pruned objects.")
+	fs.BoolVar(&f.AllowCRDs, "prune-crds", false, "Allow pruning CustomResourceDefinitions that have no other custom resources.")
+}
+
+// Validate checks the share is in range.
+func (f *PruneFlags) Validate() error {
+	if f.MaxShare < 0 || f.MaxShare > 1 {
+		return fmt.Errorf("--prune-max-share %v must be between 0 and 1", f.MaxShare)
+	}
+	return nil
+}
+
+// options returns the inventory's prune options for sync name.
+func (f *PruneFlags) options(tgt *Target, name string, cs *apply.ChangeSet) inventory.PruneOptions {
+	opts := inventory.DefaultPruneOptions()
+	opts.Name, opts.Namespace = name, tgt.Namespace
+	opts.SyncSucceeded = applyErr(cs) == nil
+	opts.AllowEmpty = f.AllowEmpty
+	opts.MaxShare = f.MaxShare
+	opts.AllowNamespaces, opts.AllowCRDs = f.AllowNamespaces, f.AllowCRDs
+	opts.Discovery = tgt.Discovery
+	opts.Mapper = tgt.Mapper
+	return opts
+}

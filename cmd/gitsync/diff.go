@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// DiffOptions are the inputs of gitsync diff.
+type DiffOptions struct {
+	Source SourceOptions
+	Target TargetOptions
+	Prune  PruneFlags
+	// Name selects the sync whose inventory previews prunes; empty means no
+	// prunes are shown (and no owner labels are expected on live objects).
+	Name string
+	// Output is "" (text) or "json".
+	Output string
+	// Verbose also lists unchanged objects and prunes that are held back.
+	Verbose bool
+	// Watch re-runs the diff whenever a file under the local directory changes.
+	Watch bool
+
+	Out, ErrOut io.Writer
+}
+
+// NewDiffCmd returns the diff command.
+func NewDiffCmd() *cobra.Command {
+	o := &DiffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff [DIR]",
+		Short: "Show what applying a directory or repository would change in the cluster",
+		Long: `Show what applying a directory or repository would change in the cluster.
+
+The desired objects are rendered exactly as the agent renders them (plain YAML
+or kustomize) and compared with the live objects by a server-side apply dry
+run, so defaulting, admission and field ownership are accounted for. Nothing
+is written.
+
+Each object that would change is printed as
+  + Kind/namespace/name (create)
+  ~ Kind/namespace/name (configure)    followed by a unified YAML diff
+  - Kind/namespace/name (prune)        only with --name
+Unchanged objects are listed with -v. Secret values are always masked.
+
+A local directory is read as it is on disk, uncommitted files included. With
+--url the repository is fetched at --branch (default "main"), --tag, --semver
+or --commit.
+
+Exit status: 0 in sync, 1 differences found, 2 error.`,
+		Example: `  # Compare ./deploy, as it is on disk, with the cluster
+  gitsync diff ./deploy
+
+  # Include prunes: objects applied earlier by "gitsync apply --name web" that left ./deploy
+  gitsync diff ./deploy --name web -n prod
+
+  # Compare a tag of a remote repository, machine-readable
+  gitsync diff --url https://github.com/example/app --tag v1.4.0 --path deploy -o json
+
+  # Re-run the diff whenever a file under ./deploy changes
+  gitsync diff --watch ./deploy`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := o.Complete(args); err != nil {
+				return withExitCode(exitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
+	o.Source.AddFlags(cmd.Flags())
+	o.Target.AddFlags(cmd.Flags())
+	o.Prune.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync whose inventory (from \"gitsync apply --name\") previews prunes.")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json prints a list of {subject, action, diff}.")
+	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "Also list unchanged objects and prunes that would be held back.")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Re-run the diff whenever a file under the directory changes (local directories only).")
+	return cmd
+}
+
+// Complete validates the flags and takes the directory argument.
+func (o *DiffOptions) Complete(args []string) error {
+	if err := o.Source.Complete(args); err != nil {
+		return err
+	}
+	if err := validateOutput(o.Output, outputText, outputJSON); err != nil {
+		return err
+	}
+	if o.Watch && o.Source.URL != "" {
+		return errors.New("--watch needs a local directory, not --url")
+	}
+	return o.Prune.Validate()
+}
+
+// Run renders the source, diffs it against the cluster and prints the
+// result. The returned error carries the exit status: nil in sync, 1 with
+// differences, 2 on error.
+func (o *DiffOptions) Run(ctx context.Context) error {
+	tgt, err := o.Target.Connect()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	if o.Watch {
+		return o.watch(ctx, tgt)
+	}
+	return o.runOnce(ctx, tgt)
+}
+
+// runOnce does one render, diff and print.
+func (o *DiffOptions) runOnce(ctx context.Context, tgt *Target) error {
+	desired, err := o.Source.Render(ctx)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: o.Name, PreviewPrune: o.Name != "", Prune: o.Prune})
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	if err := o.print(rep); err != nil {
+		return withExitCode(exitError, err)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(o.ErrOut, "warning:", w)
+	}
+	if errs := rep.Errors(); errs != nil {
+		return withExitCode(exitError, errs)
+	}
+	if rep.Differs() {
+		return &ExitError{Code: exitDifferences}
+	}
+	return nil
+}
+
+// Diff actions, as printed and in JSON.
+const (
+	actionCreate    = "create"
+	actionConfigure = "configure"
+	actionPrune     = "prune"
+	actionUnchanged = "unchanged"
+	actionKept      = "kept"
+	actionFailed    = "failed"
+)
+
+// diffEntry is one object of a diff report; its JSON form is the -o json item.
+type diffEntry struct {
+	Subject string `json:"subject"`
+	Action  string `json:"action"`
+	Diff    string `json:"diff,omitempty"`
+	// Reason explains kept and failed entries.
+	Reason string `json:"reason,omitempty"`
+	err    error
+}
+
+// diffReport is what a diff found.
+type diffReport struct {
+	Entries []diffEntry
+	// Warnings are shown but do not make the diff fail (a prune preview the
+	// safety rails refuse).
+	Warnings []string
+}
+
+// Differs reports whether anything would be created, configured or pruned.
+func (r *diffReport) Differs() bool {
+	for _, e := range r.Entries {
+		switch e.Action {
+		case actionCreate, actionConfigure, actionPrune:
+			return true
+		}
+	}
+	return false
+}
+
+// Errors joins the errors of failed entries.
+func (r *diffReport) Errors() error {
+	var errs []error
+	for _, e := range r.Entries {
+		if e.Action == actionFailed {
+			errs = append(errs, e.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// diffRequest says what computeDiff compares.
+type diffRequest struct {
+	// Name is the sync: owner labels are part of the desired objects.
+	Name string
+	// PreviewPrune adds the prunes of Name's inventory.
+	PreviewPrune bool
+	Prune        PruneFlags
+}
+
+// computeDiff runs the engine's applier as a dry run (the same code path as a
+// real apply, so the verdicts match) and, when asked, the prune planner
+// against the stored inventory.
+func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffRequest) (*diffReport, error) {
+	a, err := newApplier(tgt, req.Name, applierFlags{DryRun: true})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := a.Apply(ctx, desired.Objects)
+	if err != nil {
+		return nil, err
+	}
+	rep := &diffReport{}
+	for _, e := range cs.Entries {
+		rep.Entries = append(rep.Entries, diffEntryOf(e))
+	}
+	if req.Name == "" || !req.PreviewPrune {
+		return rep, nil
+	}
+	prunes, warning, err := previewPrune(ctx, tgt, req.Name, cs, req.Prune)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		rep.Warnings = append(rep.Warnings, warning)
+	}
+	rep.Entries = append(rep.Entries, prunes...)
+	return rep, nil
+}
+
+// diffEntryOf turns a dry-run change set entry into a diff entry.
+func diffEntryOf(e apply.Entry) diffEntry {
+	d := diffEntry{Subject: e.Subject, Diff: e.Diff, err: e.Err}
+	switch e.Action {
+	case apply.Created:
+		d.Action = actionCreate
+	case apply.Configured:
+		d.Action = actionConfigure
+	case apply.Unchanged:
+		d.Action = actionUnchanged
+	default: // failed, or skipped (kind not served, CRD failed): the diff cannot be decided
+		d.Action = actionFailed
+		if e.Err == nil {
+			d.err = fmt.Errorf("%s %s", e.Subject, e.Action)
+		}
+		d.Reason = d.err.Error()
+	}
+	return d
+}
+
+// previewPrune plans, without deleting, the prune an apply with --prune would
+// do: the stored inventory minus the desired objects, through every safety
+// rail. A refusal by the rails is a warning: nothing would be pruned.
+func previewPrune(ctx context.Context, tgt *Target, name string, cs *apply.ChangeSet, pf PruneFlags) ([]diffEntry, string, error) {
+	old, err := inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, name).Load(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := pf.options(tgt, name, cs)
+	plan, err := inventory.Plan(ctx, tgt.Client, old, desiredInventory(cs), opts)
+	var refused *inventory.RefusedError
+	if errors.As(err, &refused) {
+		return nil, "nothing would be pruned: " + refused.Error(), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var out []diffEntry
+	for _, d := range plan.Deletions {
+		out = append(out, diffEntry{Subject: d.ID.String(), Action: actionPrune})
+	}
+	for _, s := range plan.Skipped {
+		switch s.Action {
+		case inventory.ActionKept:
+			out = append(out, diffEntry{Subject: s.ID.String(), Action: actionKept, Reason: s.Reason})
+		case inventory.ActionFailed:
+			out = append(out, diffEntry{Subject: s.ID.String(), Action: actionFailed, Reason: s.Reason, err: s.Err})
+		}
+	}
+	return out, "", nil
+}
+
+// desiredInventory is the set of objects the change set covers, whatever
+// happened to them: an object still in Git is never stale.
+func desiredInventory(cs *apply.ChangeSet) *inventory.Inventory {
+	entries := make([]inventory.Entry, 0, len(cs.Entries))
+	for _, e := range cs.Entries {
+		entries = append(entries, inventory.Entry{ID: e.ID, UID: e.UID})
+	}
+	return inventory.New(entries...)
+}
+
+// print writes the report as text or JSON.
+func (o *DiffOptions) print(rep *diffReport) error {
+	shown := make([]diffEntry, 0, len(rep.Entries))
+	for _, e := range rep.Entries {
+		if (e.Action == actionUnchanged || e.Action == actionKept) && !o.Verbose {
+			continue
+		}
+		shown = append(shown, e)
+	}
+	if o.Output == outputJSON {
+		return writeJSON(o.Out, shown)
+	}
+	p := newPrinter(o.Out)
+	for _, e := range shown {
+		printDiffEntry(p, e, o.Verbose)
+	}
+	p.Printf("%s\n", diffSummary(rep))
+	return nil
+}
+
+func printDiffEntry(p *printer, e diffEntry, verbose bool) {
+	switch e.Action {
+	case actionCreate:
+		p.Printf("%s\n", p.paint(colourGreen, "+ "+e.Subject+" (create)"))
+		if verbose && e.Diff != "" {
+			p.Diff(e.Diff)
+		}
+	case actionConfigure:
+		p.Printf("%s\n", p.paint(colourYellow, "~ "+e.Subject+" (configure)"))
+		p.Diff(e.Diff)
+	case actionPrune:
+		p.Printf("%s\n", p.paint(colourRed, "- "+e.Subject+" (prune)"))
+	case actionUnchanged:
+		p.Printf("  %s (unchanged)\n", e.Subject)
+	case actionKept:
+		p.Printf("  %s (kept: %s)\n", e.Subject, e.Reason)
+	case actionFailed:
+		p.Printf("%s\n", p.paint(colourRed, "! "+e.Subject+" (failed)"))
+	}
+}
+
+// diffSummary is the closing line, e.g. "1 to create, 2 to configure, 3 unchanged".
+func diffSummary(rep *diffReport) string {
+	counts := map[string]int{}
+	for _, e := range rep.Entries {
+		counts[e.Action]++
+	}
+	var parts []string
+	for _, a := range []struct{ action, word string }{
+		{actionCreate, "to create"}, {actionConfigure, "to configure"}, {actionPrune, "to prune"},
+		{actionUnchanged, "unchanged"}, {actionKept, "kept"}, {actionFailed, "failed"},
+	} {
+		if counts[a.action] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[a.action], a.word))
+		}
+	}
+	if len(parts) == 0 {
+		return "No objects."
+	}
+	s := strings.Join(parts, ", ")
+	if !rep.Differs() && counts[actionFailed] == 0 {
+		return "In sync: " + s + "."
+	}
+	return "Differences: " + s + "."
+}

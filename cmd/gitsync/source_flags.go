@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/source"
+)
+
+// defaultBranch is followed when --url is given without a ref flag.
+const defaultBranch = "main"
+
+// SourceOptions select the manifests: a local directory, read as it is on
+// disk (uncommitted files included), or a path of a remote repository at a
+// branch, tag, semver range or commit.
+type SourceOptions struct {
+	// Dir is the local directory given as the argument.
+	Dir string
+	// URL is a remote repository (https, ssh, file:// or a local repository
+	// path read through Git, so only committed files count).
+	URL string
+	// Branch, Tag, Semver and Commit select the revision of URL; at most one
+	// is set, and Branch defaults to "main".
+	Branch, Tag, Semver, Commit string
+	// Path is the directory inside the repository (or inside Dir) to render.
+	Path string
+}
+
+// AddFlags registers --url, the ref flags and --path.
+func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.URL, "url", "", "Git repository to read instead of a local directory (https://, ssh://, git@host:org/repo, file://).")
+	fs.StringVar(&o.Branch, "branch", "", "Branch of --url to follow (default \""+defaultBranch+"\").")
+	fs.StringVar(&o.Tag, "tag", "", "Tag of --url to read.")
+	fs.StringVar(&o.Semver, "semver", "", "Semver range; reads the highest tag of --url that satisfies it, e.g. \"~1.4\".")
+	fs.StringVar(&o.Commit, "commit", "", "Full 40-hex commit of --url to read.")
+	fs.StringVar(&o.Path, "path", "", "Directory inside the repository (or the local directory) to render; plain YAML or kustomize.")
+}
+
+// Complete takes the local directory from args and checks that exactly one
+// source is named.
+func (o *SourceOptions) Complete(args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("expected at most one directory, got %d arguments", len(args))
+	}
+	if len(args) == 1 {
+		o.Dir = args[0]
+	}
+	refs := 0
+	for _, v := range []string{o.Branch, o.Tag, o.Semver, o.Commit} {
+		if v != "" {
+			refs++
+		}
+	}
+	switch {
+	case o.URL != "" && o.Dir != "":
+		return errors.New("give either a directory or --url, not both")
+	case o.URL == "" && o.Dir == "":
+		return errors.New("no source: give a directory (e.g. ./deploy) or --url")
+	case o.URL == "" && refs > 0:
+		return errors.New("--branch, --tag, --semver and --commit need --url; a directory is read as it is on disk")
+	case refs > 1:
+		return errors.New("give at most one of --branch, --tag, --semver and --commit")
+	}
+	return nil
+}
+
+// Desired is what a source renders to.
+type Desired struct {
+	// Objects are validated and sorted.
+	Objects []*unstructured.Unstructured
+	// Revision says what was read: "main@sha1:<commit>" for a remote, the
+	// directory for a local source.
+	Revision string
+}
+
+// Render reads the source and renders it with the engine's renderer.
+func (o *SourceOptions) Render(ctx context.Context) (*Desired, error) {
+	if o.URL != "" {
+		return o.renderRemote(ctx)
+	}
+	return o.renderLocal(ctx)
+}
+
+// renderLocal renders Dir as it is on disk. When Dir lies inside a Git work
+// tree the work tree's top is the root, so kustomize bases elsewhere in the
+// repository resolve as they will for the agent; otherwise Dir is the root.
+func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
+	dir, err := filepath.Abs(o.Dir)
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("directory %s: not a directory", o.Dir)
+	}
+	root, rel := dir, "."
+	if o.Path != "" {
+		rel = o.Path
+	} else if top := workTreeTop(dir); top != "" {
+		if r, err := filepath.Rel(top, dir); err == nil {
+			root, rel = top, r
+		}
+	}
+	r, err := source.Render(ctx, root, rel, source.DefaultRenderOptions())
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", o.Dir, err)
+	}
+	return &Desired{Objects: r.Objects, Revision: o.Dir}, nil
+}
+
+// workTreeTop returns the nearest directory at or above dir holding ".git",
+// or "" when there is none.
+func workTreeTop(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// renderRemote resolves the ref, checks the commit out into a temporary
+// directory and renders Path from it.
+func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
+	src := source.Source{URL: o.URL, Path: o.Path, Ref: source.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}}
+	if src.Ref == (source.Ref{}) {
+		src.Ref.Branch = defaultBranch
+	}
+	if err := src.Validate(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gitsync-cli-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	opts := source.DefaultFetcherOptions()
+	opts.Dir = tmp
+	f, err := source.NewFetcher(opts)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := f.Resolve(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	checkout, err := f.Checkout(ctx, src, rev)
+	if err != nil {
+		return nil, err
+	}
+	path := o.Path
+	if path == "" {
+		path = "."
+	}
+	r, err := source.Render(ctx, checkout, path, source.DefaultRenderOptions())
+	if err != nil {
+		return nil, fmt.Errorf("render %s at %s: %w", source.RedactURL(o.URL), rev, err)
+	}
+	return &Desired{Objects: r.Objects, Revision: rev.String()}, nil
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+)
+
+// StatusOptions are the inputs of gitsync status.
+type StatusOptions struct {
+	Target TargetOptions
+	// Name selects one GitSync; empty lists them all.
+	Name string
+	// AllNamespaces lists GitSyncs of every namespace.
+	AllNamespaces bool
+	// Output is "" (table), "json" or "yaml".
+	Output string
+
+	Out, ErrOut io.Writer
+	// now is the clock ages are computed against.
+	now func() time.Time
+}
+
+// NewStatusCmd returns the status command.
+func NewStatusCmd() *cobra.Command {
+	o := &StatusOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show the state of GitSync objects",
+		Long: `Show the state of GitSync objects: whether they are Ready, the revision last
+applied, when Ready last changed, and the Ready condition's message.
+
+Without NAME every GitSync of the namespace is listed; -A lists all namespaces.`,
+		Example: `  # List the GitSyncs of the current namespace
+  gitsync status
+
+  # List the GitSyncs of every namespace
+  gitsync status -A
+
+  # Show one GitSync in full, as YAML
+  gitsync status web -n prod -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if len(args) == 1 {
+				o.Name = args[0]
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Target.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List GitSyncs in all namespaces.")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml.")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *StatusOptions) Validate() error {
+	if o.Name != "" && o.AllNamespaces {
+		return errors.New("a NAME cannot be combined with -A; give -n NAMESPACE instead")
+	}
+	return validateOutput(o.Output, outputText, outputJSON, outputYAML)
+}
+
+// Run reads the GitSyncs and prints them.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	tgt, err := o.Target.Connect()
+	if err != nil {
+		return err
+	}
+	list := &gitsyncv1.GitSyncList{}
+	if o.Name != "" {
+		gs := gitsyncv1.GitSync{}
+		err = tgt.Client.Get(ctx, client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name}, &gs)
+		list.Items = append(list.Items, gs)
+	} else {
+		var opts []client.ListOption
+		if !o.AllNamespaces {
+			opts = append(opts, client.InNamespace(tgt.Namespace))
+		}
+		err = tgt.Client.List(ctx, list, opts...)
+	}
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("the cluster does not serve GitSync (%s): install the gitsync CRD first", gitsyncv1.GroupVersion)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		list.Items[i].APIVersion, list.Items[i].Kind = gitsyncv1.GroupVersion.String(), "GitSync"
+		list.Items[i].ManagedFields = nil
+	}
+	switch o.Output {
+	case outputJSON, outputYAML:
+		return o.printObjects(list)
+	}
+	if len(list.Items) == 0 {
+		if o.AllNamespaces {
+			fmt.Fprintln(o.ErrOut, "No GitSyncs found.")
+		} else {
+			fmt.Fprintf(o.ErrOut, "No GitSyncs found in %s namespace.\n", tgt.Namespace)
+		}
+		return nil
+	}
+	return o.printTable(list.Items)
+}
+
+// printObjects prints one GitSync as itself, several as a GitSyncList.
+func (o *StatusOptions) printObjects(list *gitsyncv1.GitSyncList) error {
+	var v any = list
+	if o.Name != "" {
+		v = &list.Items[0]
+	} else {
+		list.APIVersion, list.Kind = gitsyncv1.GroupVersion.String(), "GitSyncList"
+	}
+	if o.Output == outputJSON {
+		return writeJSON(o.Out, v)
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = o.Out.Write(b)
+	return err
+}
+
+// printTable prints the kubectl-style table.
+func (o *StatusOptions) printTable(items []gitsyncv1.GitSync) error {
+	tw := newTable(o.Out)
+	header := "NAME\tREADY\tREVISION\tLAST APPLIED\tMESSAGE"
+	if o.AllNamespaces {
+		header = "NAMESPACE\t" + header
+	}
+	fmt.Fprintln(tw, header)
+	for _, gs := range items {
+		ready, since, msg := "Unknown", "<none>", ""
+		if c := meta.FindStatusCondition(gs.Status.Conditions, gitsyncv1.ConditionReady); c != nil {
+			ready, msg = string(c.Status), c.Message
+			since = o.age(c.LastTransitionTime)
+		}
+		if gs.Spec.Suspend {
+			ready += " (suspended)"
+		}
+		row := strings.Join([]string{gs.Name, ready, shortRevision(gs.Status.LastAppliedRevision), since, oneLine(msg)}, "\t")
+		if o.AllNamespaces {
+			row = gs.Namespace + "\t" + row
+		}
+		fmt.Fprintln(tw, row)
+	}
+	return tw.Flush()
+}
+
+// age formats how long ago t was, like kubectl's AGE column.
+func (o *StatusOptions) age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<none>"
+	}
+	now := time.Now
+	if o.now != nil {
+		now = o.now
+	}
+	return duration.HumanDuration(now().Sub(t.Time)) + " ago"
+}
+
+// shortRevision abbreviates the commit of "main@sha1:<40 hex>" to 12 digits.
+func shortRevision(rev string) string {
+	if rev == "" {
+		return "<none>"
+	}
+	prefix, commit, ok := strings.Cut(rev, "sha1:")
+	if ok && len(commit) > 12 {
+		return prefix + "sha1:" + commit[:12]
+	}
+	return rev
+}
+
+// oneLine folds a multi-line message into one table cell.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
