@@ -63,10 +63,17 @@ func createCM(t *testing.T, ns, name string, labels, annotations map[string]stri
 	return Entry{ID: cm(ns, name), UID: obj.UID, Version: "v1"}
 }
 
-// ours creates a ConfigMap carrying the owner labels of the sync in ns.
+// ours creates a ConfigMap in ns carrying the owner labels of the sync that
+// lives in ns.
 func ours(t *testing.T, ns, name string) Entry {
 	t.Helper()
 	return createCM(t, ns, name, OwnerLabels(owner, ns), nil)
+}
+
+// oursIn creates a ConfigMap in ns owned by the sync that lives in home.
+func oursIn(t *testing.T, home, ns, name string) Entry {
+	t.Helper()
+	return createCM(t, ns, name, OwnerLabels(owner, home), nil)
 }
 
 // createNamespace creates a Namespace (with labels) that the test deletes
@@ -128,3 +135,5 @@ func reasons(res *PruneResult) map[string]string {
 func metaOf(e Entry) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: e.ID.Namespace, Name: e.ID.Name}
 }
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

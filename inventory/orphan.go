@@ -103,7 +103,14 @@ func jsonPointerEscape(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
-// isTestFailed reports a JSON patch whose test operation did not hold.
+// isTestFailed reports a JSON patch whose test operation did not hold: the
+// apiserver answers 422 with the json-patch message ("testing value ...
+// failed", "test operation does not apply: is missing path"). Other 422s,
+// such as an admission policy's denial, are failures.
 func isTestFailed(err error) bool {
-	return apierrors.IsInvalid(err) || (apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "test"))
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "testing value ") || strings.Contains(msg, "test operation does not apply")
 }
