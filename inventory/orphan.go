@@ -108,9 +108,14 @@ func jsonPointerEscape(s string) string {
 // failed", "test operation does not apply: is missing path"). Other 422s,
 // such as an admission policy's denial, are failures.
 func isTestFailed(err error) bool {
-	if !apierrors.IsInvalid(err) {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
 		return false
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "testing value ") || strings.Contains(msg, "test operation does not apply")
+	for _, cause := range status.Status().Details.Causes {
+		if strings.Contains(cause.Message, "testing value ") || strings.Contains(cause.Message, "test operation does not apply") {
+			return true
+		}
+	}
+	return false
 }
