@@ -21,8 +21,8 @@ func Unified(subject string, before, after *unstructured.Unstructured) string {
 		return ""
 	}
 	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        difflib.SplitLines(a),
-		B:        difflib.SplitLines(b),
+		A:        lines(a),
+		B:        lines(b),
 		FromFile: subject + " (live)",
 		ToFile:   subject + " (desired)",
 		Context:  3,
@@ -31,6 +31,16 @@ func Unified(subject string, before, after *unstructured.Unstructured) string {
 		return "# " + subject + ": diff failed: " + err.Error() + "\n"
 	}
 	return text
+}
+
+// lines splits text into lines that keep their "\n"; "" has none, so a
+// missing object diffs as an empty file.
+func lines(text string) []string {
+	out := strings.SplitAfter(text, "\n")
+	if out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
 }
 
 // yamlOf renders obj without server bookkeeping; nil renders as "".
