@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"context"
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/source"
+)
+
+// syncError is a failed sync with the condition reason it is reported
+// under. Stalled failures cannot be fixed by retrying the same spec and
+// revision: they are reported and not retried until one of them changes.
+// The others are returned to the work queue for a retry with backoff.
+type syncError struct {
+	Reason  string
+	Stalled bool
+	Err     error
+}
+
+func (e *syncError) Error() string { return e.Err.Error() }
+func (e *syncError) Unwrap() error { return e.Err }
+
+func stalled(reason string, err error) error {
+	return &syncError{Reason: reason, Stalled: true, Err: err}
+}
+
+func retry(reason string, err error) error {
+	return &syncError{Reason: reason, Err: err}
+}
+
+// asSyncError returns err as a *syncError; an unclassified error is a
+// retryable failure under reason.
+func asSyncError(err error, reason string) *syncError {
+	var se *syncError
+	if errors.As(err, &se) {
+		return se
+	}
+	return &syncError{Reason: reason, Err: err}
+}
+
+// classifyFetch sorts a source.Cache failure: a malformed source or a commit
+// that does not render is permanent; anything about reaching the remote is
+// retried.
+func classifyFetch(err error) error {
+	var re *source.RenderError
+	switch {
+	case errors.Is(err, source.ErrInvalidSource):
+		return stalled(v1.ReasonInvalidSpec, err)
+	case errors.As(err, &re):
+		return stalled(v1.ReasonRenderFailed, err)
+	default:
+		return retry(v1.ReasonFetchFailed, err)
+	}
+}
+
+// classifyApply sorts a failed apply: when every failed object failed for a
+// reason retrying cannot fix (RBAC, schema validation, a field another
+// manager owns, an immutable field) the sync is stalled; a failure of the
+// whole run or of any object for a transient reason is retried.
+func classifyApply(cs *apply.ChangeSet, runErr error) error {
+	if runErr != nil {
+		return retry(v1.ReasonApplyFailed, runErr)
+	}
+	failed := cs.Failed()
+	if len(failed) == 0 {
+		return nil
+	}
+	reason := v1.ReasonApplyFailed
+	for _, e := range failed {
+		if !permanentAPIError(e.Err) {
+			return retry(reason, cs.Err())
+		}
+		if apierrors.IsForbidden(e.Err) {
+			reason = v1.ReasonForbidden
+		}
+	}
+	return stalled(reason, cs.Err())
+}
+
+// permanentAPIError reports whether an object-level apiserver error will
+// repeat with the same request.
+func permanentAPIError(err error) bool {
+	var ce *apply.ConflictError
+	var ie *apply.ImmutableError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ce), errors.As(err, &ie):
+		return true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return false
+	}
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) || apierrors.IsRequestEntityTooLargeError(err)
+}
+
+// classifyPrune sorts a prune failure: a refused plan (empty render, prune
+// limit) is permanent for this revision, a failed delete is retried.
+func classifyPrune(err error) error {
+	var re *inventory.RefusedError
+	if errors.As(err, &re) {
+		return stalled(v1.ReasonPruneFailed, err)
+	}
+	return retry(v1.ReasonPruneFailed, err)
+}

@@ -1,0 +1,280 @@
+package controller_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/source"
+)
+
+var (
+	env    *testenv.Env
+	scheme = runtime.NewScheme()
+	k8s    client.Client
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	os.Exit(testenv.Main(m, testenv.Options{}, &env))
+}
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+}
+
+// setup installs the CRD once and returns a direct client knowing GitSync.
+func setup(t *testing.T) client.Client {
+	t.Helper()
+	if k8s != nil {
+		return k8s
+	}
+	ctx := context.Background()
+	crd, err := v1.CRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create CRD: %v", err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return c.List(ctx, &v1.GitSyncList{}) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("GitSync CRD not served: %v", err)
+	}
+	k8s = c
+	return c
+}
+
+// counter counts the requests a manager sends, except watches.
+type counter struct {
+	writes, reads atomic.Int64
+	log           atomic.Pointer[[]string]
+}
+
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		switch {
+		case req.URL.Query().Get("watch") == "true":
+		case req.Method == http.MethodGet:
+			c.reads.Add(1)
+			c.note(req)
+		default:
+			c.writes.Add(1)
+			c.note(req)
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (c *counter) note(req *http.Request) {
+	for {
+		old := c.log.Load()
+		var next []string
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, req.Method+" "+req.URL.Path)
+		if c.log.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func (c *counter) requests() []string {
+	if p := c.log.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// agent is a running manager with the GitSync reconciler.
+type agent struct {
+	count   *counter
+	metrics *prometheus.Registry
+	rec     *controller.GitSyncReconciler
+}
+
+type agentOptions struct {
+	namespace string
+	shard     string
+}
+
+// startAgent runs the reconciler for GitSyncs in one namespace until the
+// test ends.
+func startAgent(t *testing.T, o agentOptions) *agent {
+	t.Helper()
+	setup(t)
+	a := &agent{count: &counter{}, metrics: prometheus.NewRegistry()}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = a.count.wrap
+	byObject := cache.ByObject{Namespaces: map[string]cache.Config{o.namespace: {}}}
+	if o.shard != "" {
+		sel, err := labels.Parse(o.shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byObject.Label = sel
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.GitSync{}: byObject}},
+		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetcher, err := source.NewFetcher(source.FetcherOptions{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcCache, err := source.NewCache(source.CacheOptions{
+		Fetcher: fetcher,
+		Render: func(ctx context.Context, root, path string) (*source.Rendered, error) {
+			return source.Render(ctx, root, path, source.DefaultRenderOptions())
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := controller.NewMetrics(a.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := controller.DefaultOptions()
+	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, m
+	opts.FinalizeTimeout = time.Minute
+	a.rec, err = controller.New(mgr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return a
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// reconciles returns how many reconciles ended with result.
+func (a *agent) reconciles(t *testing.T, result string) uint64 {
+	t.Helper()
+	mfs, err := a.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "gitsync_reconcile_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// repo is a real Git repository in a temp dir, reached by file:// URL.
+type repo struct {
+	t   *testing.T
+	dir string
+}
+
+func newRepo(t *testing.T) *repo {
+	t.Helper()
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	r.git("config", "user.email", "test@gitsync.dev")
+	r.git("config", "user.name", "test")
+	return r
+}
+
+func (r *repo) url() string { return "file://" + r.dir }
+
+func (r *repo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+r.dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes files (content "" deletes the file) and returns the commit.
+func (r *repo) commit(files map[string]string) string {
+	r.t.Helper()
+	for name, content := range files {
+		p := filepath.Join(r.dir, name)
+		if content == "" {
+			r.git("rm", "-q", name)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+		r.git("add", name)
+	}
+	r.git("commit", "-q", "-m", "change")
+	return r.git("rev-parse", "HEAD")
+}
+
+// eventually polls cond until it holds or a generous timeout passes.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, cond)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}

@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"errors"
+	"time"
+
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/source"
+)
+
+// Options configures a GitSyncReconciler.
+type Options struct {
+	// Fetcher resolves refs to revisions: one listing request per resolve.
+	// Required.
+	Fetcher *source.Fetcher
+	// Cache turns a resolved revision into rendered objects, fetching and
+	// rendering only what it has not seen. Required.
+	Cache *source.Cache
+	// Apply is the base for every GitSync's applier options; OwnerLabels,
+	// DefaultNamespace and Force are filled per GitSync.
+	Apply apply.Options
+	// MaxConcurrentReconciles is how many GitSyncs are reconciled in parallel.
+	MaxConcurrentReconciles int
+	// DefaultTimeout bounds one reconcile when spec.timeout is unset.
+	DefaultTimeout time.Duration
+	// FinalizeTimeout bounds how long a deleting GitSync keeps its finalizer
+	// while pruning fails; afterwards the finalizer is released and the
+	// objects left behind are named in an event. It keeps a GitSync whose
+	// objects cannot be deleted from staying Terminating forever.
+	FinalizeTimeout time.Duration
+	// AllowExecPlugins lets spec.kubeConfig kubeconfigs run exec credential
+	// plugins. Off by default: a kubeconfig in a Secret would otherwise run
+	// arbitrary programs inside the agent.
+	AllowExecPlugins bool
+	// PruneMaxShare is the largest share of an inventory one sync may prune
+	// (inventory.PruneOptions.MaxShare); 0 turns the limit off. Off by
+	// default: replacing a file in a small repository legitimately prunes
+	// most of it, and empty renders are refused separately.
+	PruneMaxShare float64
+	// MinBackoff is the first retry delay after a transient failure; it
+	// doubles per failure up to spec.retryInterval.
+	MinBackoff time.Duration
+	// Jitter is the largest fraction added to spec.interval on requeue, so
+	// GitSyncs created together do not poll together.
+	Jitter float64
+	// Metrics, when set, receives reconcile, apply and prune counts.
+	Metrics *Metrics
+}
+
+// DefaultOptions returns the options `gitsync run` starts from.
+func DefaultOptions() Options {
+	return Options{
+		Apply:                   apply.DefaultOptions(),
+		MaxConcurrentReconciles: 4,
+		DefaultTimeout:          5 * time.Minute,
+		FinalizeTimeout:         10 * time.Minute,
+		MinBackoff:              time.Second,
+		Jitter:                  0.1,
+	}
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Fetcher == nil || o.Cache == nil {
+		return o, errors.New("controller options invalid: Fetcher and Cache are required")
+	}
+	def := DefaultOptions()
+	if o.Apply.FieldManager == "" {
+		o.Apply = def.Apply
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = def.MaxConcurrentReconciles
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = def.DefaultTimeout
+	}
+	if o.FinalizeTimeout <= 0 {
+		o.FinalizeTimeout = def.FinalizeTimeout
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = def.MinBackoff
+	}
+	if o.Jitter < 0 {
+		o.Jitter = 0
+	}
+	return o, nil
+}

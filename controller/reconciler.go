@@ -1,0 +1,228 @@
+package controller
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// RequestedAtAnnotation, set to any new value on a GitSync, asks for a
+// reconcile now with a fresh look at the remote (`kubectl annotate`, CI).
+const RequestedAtAnnotation = "gitsync.dev/requested-at"
+
+// GitSyncReconciler makes the cluster match each GitSync's source. It reads
+// the GitSync from the informer cache, keeps per-key memory only to avoid
+// repeating work (never to decide what the cluster should look like), and
+// writes status only when it changed.
+type GitSyncReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	opts      Options
+	clock     clock.Clock
+	targets   *targets
+	backoff   *backoff
+	drift     *driftWatcher
+	triggers  chan event.GenericEvent
+
+	mu     sync.Mutex
+	runCtx context.Context
+	states map[types.NamespacedName]*syncState
+}
+
+var _ reconcile.Reconciler = (*GitSyncReconciler)(nil)
+
+// New builds a reconciler for the GitSyncs in mgr's cache and registers it,
+// its drift watches and its metrics with mgr.
+func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &GitSyncReconciler{
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorder("gitsync"),
+		opts:      opts,
+		clock:     clock.RealClock{},
+		backoff:   newBackoff(opts.MinBackoff, 24*time.Hour),
+		triggers:  make(chan event.GenericEvent, 1024),
+		states:    map[types.NamespacedName]*syncState{},
+		runCtx:    context.Background(),
+	}
+	r.targets = &targets{
+		cfg: mgr.GetConfig(), cache: mgr.GetCache(), scheme: mgr.GetScheme(),
+		base: opts.Apply, allowExec: opts.AllowExecPlugins, runCtx: r.baseContext,
+		byKey: map[types.NamespacedName]*target{},
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("gitsync").
+		For(&v1.GitSync{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WatchesRawSource(crsource.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: r.backoff}).
+		Build(r)
+	if err != nil {
+		return nil, err
+	}
+	r.drift = newDriftWatcher(c)
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.mu.Lock()
+		r.runCtx = ctx
+		r.mu.Unlock()
+		<-ctx.Done()
+		return nil
+	}))
+	return r, err
+}
+
+func (r *GitSyncReconciler) baseContext() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runCtx
+}
+
+// Trigger asks for the GitSync key to be reconciled now, asking its remote
+// for a new revision (a webhook said it moved).
+func (r *GitSyncReconciler) Trigger(key types.NamespacedName) {
+	r.state(key).markFetch()
+	gs := &v1.GitSync{}
+	gs.Name, gs.Namespace = key.Name, key.Namespace
+	select {
+	case r.triggers <- event.GenericEvent{Object: gs}:
+	default:
+		// The channel is full: a burst is being delivered, and the
+		// reconcile that drains it will see the fetch mark.
+	}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	start := r.clock.Now()
+	gs := &v1.GitSync{}
+	if err := r.client.Get(ctx, req.NamespacedName, gs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	st := r.state(req.NamespacedName)
+	if st.staleRead(gs.ResourceVersion) {
+		// The cache has not seen our last write yet; acting on it would
+		// repeat the write or report a transition twice.
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	result, res, err := r.reconcile(ctx, gs, st)
+	r.opts.Metrics.observeReconcile(result, r.clock.Since(start))
+	return res, err
+}
+
+func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (string, ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(gs)
+	if !gs.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, gs, st)
+	}
+	r.backoff.setCap(key, retryIntervalOf(gs))
+	if !controllerutil.ContainsFinalizer(gs, inventory.Finalizer) {
+		if err := r.patchMeta(ctx, gs, st, func() { controllerutil.AddFinalizer(gs, inventory.Finalizer) }); err != nil {
+			return "retry", ctrl.Result{}, err
+		}
+	}
+	if gs.Spec.Suspend {
+		return "suspended", ctrl.Result{}, r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) { s.ObservedGeneration = gs.Generation })
+	}
+	out := r.sync(ctx, gs, st)
+	if err := r.report(ctx, gs, st, out); err != nil {
+		return "retry", ctrl.Result{}, err
+	}
+	se := out.syncErr()
+	switch {
+	case se == nil:
+		return "success", ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
+	case se.Stalled:
+		// Not retried: the interval still asks the remote for a new revision.
+		return "stalled", ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
+	default:
+		return "retry", ctrl.Result{}, se
+	}
+}
+
+// jitter stretches d by up to Options.Jitter, never shortening it, so a
+// requeued reconcile always finds its last resolve at least d old.
+func (r *GitSyncReconciler) jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Float64()*r.opts.Jitter*float64(d))
+}
+
+func (r *GitSyncReconciler) state(key types.NamespacedName) *syncState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.states[key]
+	if !ok {
+		st = &syncState{}
+		r.states[key] = st
+	}
+	return st
+}
+
+func (r *GitSyncReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.states, key)
+	r.mu.Unlock()
+	r.targets.forget(key)
+	r.backoff.setCap(key, 0)
+	r.opts.Metrics.setRevision(key, "")
+}
+
+// patchMeta changes gs's metadata with a merge patch that fails on a stale
+// resourceVersion.
+func (r *GitSyncReconciler) patchMeta(ctx context.Context, gs *v1.GitSync, st *syncState, mutate func()) error {
+	before := gs.DeepCopy()
+	mutate()
+	if err := r.client.Patch(ctx, gs, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	st.wrote(before.ResourceVersion)
+	return nil
+}
+
+func intervalOf(gs *v1.GitSync) time.Duration {
+	if d := gs.Spec.Interval.Duration; d > 0 {
+		return d
+	}
+	return 5 * time.Minute
+}
+
+func retryIntervalOf(gs *v1.GitSync) time.Duration {
+	if gs.Spec.RetryInterval != nil && gs.Spec.RetryInterval.Duration > 0 {
+		return gs.Spec.RetryInterval.Duration
+	}
+	return intervalOf(gs)
+}
+
+func (r *GitSyncReconciler) timeoutOf(gs *v1.GitSync) time.Duration {
+	if gs.Spec.Timeout != nil && gs.Spec.Timeout.Duration > 0 {
+		return gs.Spec.Timeout.Duration
+	}
+	return r.opts.DefaultTimeout
+}

@@ -1,0 +1,207 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/inventory"
+)
+
+func configMap(name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  value: %q\n", name, value)
+}
+
+func newGitSync(ns, name, url string, mutate ...func(*v1.GitSync)) *v1.GitSync {
+	gs := &v1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.GitSyncSpec{
+			Source:   v1.GitSource{URL: url, Ref: v1.GitRef{Branch: "main"}, Path: "deploy"},
+			Interval: metav1.Duration{Duration: time.Hour},
+			Prune:    true,
+		},
+	}
+	for _, m := range mutate {
+		m(gs)
+	}
+	return gs
+}
+
+// waitCondition waits until the GitSync's condition t has status s for its
+// current generation and returns the GitSync.
+func waitCondition(t *testing.T, c client.Client, key client.ObjectKey, typ string, s metav1.ConditionStatus, extra func(*v1.GitSync) bool) *v1.GitSync {
+	t.Helper()
+	gs := &v1.GitSync{}
+	eventually(t, fmt.Sprintf("GitSync %s %s=%s", key, typ, s), func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, gs); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(gs.Status.Conditions, typ)
+		return cond != nil && cond.Status == s && gs.Status.ObservedGeneration == gs.Generation && (extra == nil || extra(gs)), nil
+	})
+	return gs
+}
+
+func getCM(t *testing.T, c client.Client, ns, name string) (*corev1.ConfigMap, error) {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm)
+	return cm, err
+}
+
+// request asks the agent to reconcile gs now, the way a user would.
+func request(t *testing.T, c client.Client, key client.ObjectKey, value string) {
+	t.Helper()
+	gs := &v1.GitSync{}
+	if err := c.Get(context.Background(), key, gs); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(gs.DeepCopy())
+	metav1.SetMetaDataAnnotation(&gs.ObjectMeta, controller.RequestedAtAnnotation, value)
+	if err := c.Patch(context.Background(), gs, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncLifecycle follows one GitSync through the life of a repository:
+// first sync, a converged resync that writes nothing, a new commit, a file
+// removed (pruned), a broken manifest (stalled, nothing pruned, last good
+// objects kept), and the fix.
+func TestSyncLifecycle(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	a := startAgent(t, agentOptions{namespace: ns})
+	r := newRepo(t)
+	commit1 := r.commit(map[string]string{"deploy/a.yaml": configMap("a", "1"), "deploy/b.yaml": configMap("b", "1")})
+
+	gs := newGitSync(ns, "app", r.url())
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	gs = waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	if !strings.Contains(gs.Status.LastAppliedRevision, commit1) {
+		t.Errorf("lastAppliedRevision = %q, want commit %s", gs.Status.LastAppliedRevision, commit1)
+	}
+	if n := gs.Status.Inventory; n == nil || len(n.Entries) != 2 {
+		t.Errorf("inventory = %+v, want 2 entries", n)
+	}
+	cm, err := getCM(t, c, ns, "a")
+	if err != nil {
+		t.Fatalf("ConfigMap a not applied: %v", err)
+	}
+	if !inventory.OwnedBy(cm.Labels, "app", ns) {
+		t.Errorf("ConfigMap a labels = %v, want owner labels", cm.Labels)
+	}
+
+	t.Run("converged resync writes nothing", func(t *testing.T) {
+		before := gs.ResourceVersion
+		for i := range 3 {
+			done := a.reconciles(t, "success")
+			// Let the watch of our own request settle before counting.
+			time.Sleep(200 * time.Millisecond)
+			writes, reads := a.count.writes.Load(), a.count.reads.Load()
+			mark := len(a.count.requests())
+			request(t, c, key, fmt.Sprint("resync-", i))
+			eventually(t, "resync reconcile", func(context.Context) (bool, error) { return a.reconciles(t, "success") > done, nil })
+			if w, rd := a.count.writes.Load()-writes, a.count.reads.Load()-reads; w != 0 || rd != 0 {
+				t.Errorf("resync %d sent %d writes and %d non-watch reads, want 0 and 0: %v", i, w, rd, a.count.requests()[mark:])
+			}
+		}
+		got := &v1.GitSync{}
+		if err := c.Get(context.Background(), key, got); err != nil {
+			t.Fatal(err)
+		}
+		// The annotation patches of the test bump the resourceVersion; the
+		// status must be exactly what it was.
+		if got.ResourceVersion == before {
+			t.Fatalf("test bug: annotation patches did not change resourceVersion")
+		}
+		if diff := cmp.Diff(gs.Status, got.Status); diff != "" {
+			t.Errorf("status rewritten (-before +after):\n%s", diff)
+		}
+		if mf := got.ManagedFields; len(mf) > 0 {
+			for _, f := range mf {
+				if f.Subresource == "status" && f.Time != nil && f.Time.After(time.Now().Add(-time.Second)) {
+					t.Errorf("status written %v", f.Time)
+				}
+			}
+		}
+	})
+
+	t.Run("new commit is applied", func(t *testing.T) {
+		commit2 := r.commit(map[string]string{"deploy/a.yaml": configMap("a", "2")})
+		request(t, c, key, "commit2")
+		waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+			return strings.Contains(g.Status.LastAppliedRevision, commit2)
+		})
+		if cm, err := getCM(t, c, ns, "a"); err != nil || cm.Data["value"] != "2" {
+			t.Errorf("ConfigMap a = %v, %v; want value 2", cm.Data, err)
+		}
+	})
+
+	t.Run("removed file is pruned", func(t *testing.T) {
+		commit3 := r.commit(map[string]string{"deploy/b.yaml": ""})
+		request(t, c, key, "commit3")
+		g := waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+			return strings.Contains(g.Status.LastAppliedRevision, commit3)
+		})
+		eventually(t, "ConfigMap b pruned", func(context.Context) (bool, error) {
+			_, err := getCM(t, c, ns, "b")
+			return apierrors.IsNotFound(err), nil
+		})
+		if n := g.Status.Inventory; n == nil || len(n.Entries) != 1 {
+			t.Errorf("inventory = %+v, want 1 entry", n)
+		}
+	})
+
+	t.Run("broken manifest stalls and keeps the last good state", func(t *testing.T) {
+		good := &v1.GitSync{}
+		if err := c.Get(context.Background(), key, good); err != nil {
+			t.Fatal(err)
+		}
+		commit4 := r.commit(map[string]string{"deploy/a.yaml": "", "deploy/broken.yaml": "kind: [unclosed\n"})
+		request(t, c, key, "commit4")
+		g := waitCondition(t, c, key, v1.ConditionStalled, metav1.ConditionTrue, nil)
+		ready := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
+		if ready.Status != metav1.ConditionFalse || ready.Reason != v1.ReasonRenderFailed || !strings.Contains(ready.Message, "broken.yaml") {
+			t.Errorf("Ready = %+v, want False/RenderFailed naming broken.yaml", ready)
+		}
+		if !strings.Contains(g.Status.LastAttemptedRevision, commit4) || g.Status.LastAppliedRevision != good.Status.LastAppliedRevision {
+			t.Errorf("revisions attempted %q applied %q; want attempted %s, applied unchanged %q",
+				g.Status.LastAttemptedRevision, g.Status.LastAppliedRevision, commit4, good.Status.LastAppliedRevision)
+		}
+		if _, err := getCM(t, c, ns, "a"); err != nil {
+			t.Errorf("ConfigMap a pruned or lost after a broken render: %v", err)
+		}
+		if diff := cmp.Diff(good.Status.Inventory, g.Status.Inventory); diff != "" {
+			t.Errorf("inventory changed by a broken render (-before +after):\n%s", diff)
+		}
+	})
+
+	t.Run("fix recovers", func(t *testing.T) {
+		commit5 := r.commit(map[string]string{"deploy/broken.yaml": configMap("c", "1")})
+		request(t, c, key, "commit5")
+		g := waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+			return strings.Contains(g.Status.LastAppliedRevision, commit5)
+		})
+		if meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled) != nil {
+			t.Errorf("Stalled still set: %+v", g.Status.Conditions)
+		}
+		eventually(t, "ConfigMap a pruned after the fix", func(context.Context) (bool, error) {
+			_, err := getCM(t, c, ns, "a")
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+}

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/source"
+)
+
+// syncState is what the reconciler remembers about one GitSync between
+// reconciles, only to avoid repeating work: the last resolved revision (so a
+// drift-triggered reconcile does not ask the remote again), the last
+// permanent failure (so a broken commit is not fetched and rendered again),
+// and the resourceVersions its own writes superseded (so a stale cache read
+// is recognised).
+type syncState struct {
+	mu sync.Mutex
+
+	src        source.Source
+	rev        source.Revision
+	resolvedAt time.Time
+	generation int64
+	requested  string
+	fetchNow   bool
+
+	stalledGen    int64
+	stalledCommit string
+	stalledErr    error
+
+	superseded map[string]bool
+}
+
+func (s *syncState) markFetch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetchNow = true
+}
+
+// needsResolve reports whether the remote must be asked for its revision:
+// never asked, asked for an older spec, asked too long ago, or told to.
+func (s *syncState) needsResolve(gs *v1.GitSync, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resolvedAt.IsZero() || s.fetchNow ||
+		s.generation != gs.Generation ||
+		s.requested != gs.Annotations[RequestedAtAnnotation] ||
+		now.Sub(s.resolvedAt) >= intervalOf(gs)
+}
+
+// resolved records a fresh resolve; the fetch mark is cleared only by the
+// resolve that started after it was set.
+func (s *syncState) resolved(gs *v1.GitSync, src source.Source, rev source.Revision, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.src, s.rev, s.resolvedAt = src, rev, at
+	s.generation, s.requested = gs.Generation, gs.Annotations[RequestedAtAnnotation]
+}
+
+func (s *syncState) takeFetchMark() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetchNow = false
+}
+
+func (s *syncState) last() (source.Source, source.Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.src, s.rev
+}
+
+// stalledOn returns the remembered permanent failure for this generation
+// and commit, if any.
+func (s *syncState) stalledOn(gen int64, commit string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stalledErr != nil && s.stalledGen == gen && s.stalledCommit == commit {
+		return s.stalledErr
+	}
+	return nil
+}
+
+func (s *syncState) setStalled(gen int64, commit string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalledGen, s.stalledCommit, s.stalledErr = gen, commit, err
+}
+
+// wrote records that a write replaced resourceVersion rv.
+func (s *syncState) wrote(rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.superseded == nil {
+		s.superseded = map[string]bool{}
+	}
+	s.superseded[rv] = true
+}
+
+// staleRead reports whether rv is one our own writes replaced; a read of
+// anything else means the cache caught up, and the record is dropped.
+func (s *syncState) staleRead(rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.superseded[rv] {
+		return true
+	}
+	s.superseded = nil
+	return false
+}

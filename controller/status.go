@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// maxMessage bounds condition and event messages; an apply of many failing
+// objects would otherwise write a huge status.
+const maxMessage = 4000
+
+// writeStatus applies mutate to a copy of gs's status and writes it only
+// when it differs, with a patch that fails on a stale resourceVersion (a
+// status computed from an old read never clobbers a newer one).
+func (r *GitSyncReconciler) writeStatus(ctx context.Context, gs *v1.GitSync, st *syncState, mutate func(*v1.GitSyncStatus)) error {
+	next := gs.DeepCopy()
+	mutate(&next.Status)
+	if equality.Semantic.DeepEqual(gs.Status, next.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(gs, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Status().Patch(ctx, next, patch); err != nil {
+		return fmt.Errorf("GitSync/%s/%s status update failed: %w", gs.Namespace, gs.Name, err)
+	}
+	st.wrote(gs.ResourceVersion)
+	next.DeepCopyInto(gs)
+	return nil
+}
+
+// report writes what a sync did into status and emits events for what
+// changed: objects applied or pruned, failure started or changed, recovery.
+func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *syncState, out *outcome) error {
+	before := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady).DeepCopy()
+	prevApplied := gs.Status.LastAppliedRevision
+	err := r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) {
+		s.ObservedGeneration = gs.Generation
+		if out.attempted != "" {
+			s.LastAttemptedRevision = out.attempted
+		}
+		if out.applied != "" {
+			s.LastAppliedRevision = out.applied
+		}
+		if out.inventory != nil {
+			s.Inventory = statusInventory(out.inventory)
+		}
+		setConditions(s, gs.Generation, out)
+	})
+	if err != nil {
+		return err
+	}
+	r.opts.Metrics.setRevision(client.ObjectKeyFromObject(gs), gs.Status.LastAppliedRevision)
+	r.emit(gs, before, prevApplied, out)
+	return nil
+}
+
+// setConditions sets Ready, Reconciling and Stalled the kstatus way: Ready
+// is the summary; Stalled means retrying will not help; Reconciling means a
+// retry is pending. Messages carry no timestamps or counters that change
+// from one pass to the next, so a converged GitSync writes nothing.
+func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: clip(msg), ObservedGeneration: gen})
+	}
+	se := out.syncErr()
+	switch {
+	case se == nil:
+		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonSucceeded, "Applied revision "+out.applied)
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionReconciling)
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
+	case se.Stalled:
+		set(v1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Error())
+		set(v1.ConditionStalled, metav1.ConditionTrue, se.Reason, se.Error())
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionReconciling)
+	default:
+		set(v1.ConditionReady, metav1.ConditionFalse, se.Reason, se.Error())
+		set(v1.ConditionReconciling, metav1.ConditionTrue, v1.ReasonProgressing, "Retrying: "+se.Error())
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
+	}
+}
+
+// emit records events for transitions only.
+func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevApplied string, out *outcome) {
+	if note := changeNote(out); note != "" {
+		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s", clip(note))
+	}
+	after := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady)
+	if after == nil {
+		return
+	}
+	wasReady := before != nil && before.Status == metav1.ConditionTrue
+	switch {
+	case after.Status == metav1.ConditionFalse && (before == nil || before.Status != after.Status || before.Reason != after.Reason || before.Message != after.Message):
+		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, after.Reason, "Reconcile", "%s", after.Message)
+	case after.Status == metav1.ConditionTrue && !wasReady && before != nil:
+		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Recovered", "Reconcile", "%s", after.Message)
+	case after.Status == metav1.ConditionTrue && prevApplied != gs.Status.LastAppliedRevision && changeNote(out) == "":
+		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "RevisionApplied", "Apply", "%s", after.Message)
+	}
+}
+
+// changeNote summarises the objects a sync changed, e.g. "revision
+// main@sha1:...: 1 created, 1 pruned (ConfigMap/ns/a, ConfigMap/ns/b)";
+// empty when nothing changed.
+func changeNote(out *outcome) string {
+	var subjects []string
+	counts := map[string]int{}
+	var order []string
+	add := func(action, subject string) {
+		if counts[action] == 0 {
+			order = append(order, action)
+		}
+		counts[action]++
+		if len(subjects) < 10 {
+			subjects = append(subjects, subject)
+		}
+	}
+	if out.changes != nil {
+		for _, e := range out.changes.Entries {
+			if e.Action == apply.Created || e.Action == apply.Configured {
+				add(string(e.Action), e.Subject)
+			}
+		}
+	}
+	if out.pruned != nil {
+		for _, e := range out.pruned.Entries {
+			if e.Action == inventory.ActionPruned || e.Action == inventory.ActionOrphaned {
+				add(string(e.Action), e.ID.String())
+			}
+		}
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(order))
+	for _, a := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
+	}
+	return fmt.Sprintf("revision %s: %s (%s)", out.attempted, strings.Join(parts, ", "), strings.Join(subjects, ", "))
+}
+
+func clip(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage] + "…"
+}

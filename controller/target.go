@@ -1,0 +1,206 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// target is the cluster one GitSync writes to and how: its applier (owner
+// labels, default namespace, force and identity are per GitSync), a direct
+// client for prune decisions, and the watch cache live objects are read from.
+type target struct {
+	// specFP and secretRV are what the target was built from.
+	specFP, secretRV string
+	applier          *apply.Applier
+	direct           client.WithWatch
+	cache            cache.Cache
+	// stop ends a remote cluster's cache; nil for the local cluster.
+	stop context.CancelFunc
+}
+
+// targets keeps one target per GitSync, rebuilt when what it depends on
+// changes.
+type targets struct {
+	cfg       *rest.Config
+	cache     cache.Cache
+	scheme    *runtime.Scheme
+	base      apply.Options
+	allowExec bool
+	// runCtx bounds remote caches: the manager's lifetime.
+	runCtx func() context.Context
+
+	mu    sync.Mutex
+	byKey map[types.NamespacedName]*target
+}
+
+// get returns gs's target. A remote target's kubeconfig Secret is read with
+// reader only when refresh is set or no target exists yet, so steady-state
+// reconciles send no request for it.
+func (t *targets) get(ctx context.Context, reader client.Reader, gs *v1.GitSync, refresh bool) (*target, error) {
+	key := client.ObjectKeyFromObject(gs)
+	fp := specFingerprint(gs)
+	t.mu.Lock()
+	cur := t.byKey[key]
+	t.mu.Unlock()
+	reusable := cur != nil && cur.specFP == fp
+	if reusable && (gs.Spec.KubeConfig == nil || !refresh) {
+		return cur, nil
+	}
+	var kubeconfig *corev1.Secret
+	if gs.Spec.KubeConfig != nil {
+		s, err := readKubeConfigSecret(ctx, reader, gs)
+		if err != nil {
+			return nil, err
+		}
+		if reusable && cur.secretRV == s.ResourceVersion {
+			return cur, nil
+		}
+		kubeconfig = s
+	}
+	next, err := t.build(gs, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	next.specFP = fp
+	if kubeconfig != nil {
+		next.secretRV = kubeconfig.ResourceVersion
+	}
+	t.mu.Lock()
+	t.byKey[key] = next
+	t.mu.Unlock()
+	_ = cur.close()
+	return next, nil
+}
+
+// specFingerprint is what a target depends on in the spec.
+func specFingerprint(gs *v1.GitSync) string {
+	kc := ""
+	if gs.Spec.KubeConfig != nil {
+		kc = gs.Spec.KubeConfig.SecretRef.Name + "/" + gs.Spec.KubeConfig.SecretRef.Key
+	}
+	return fmt.Sprintf("%s|%s|%t|%s", gs.Spec.ServiceAccountName, defaultNamespace(gs), gs.Spec.Force, kc)
+}
+
+func defaultNamespace(gs *v1.GitSync) string {
+	if gs.Spec.TargetNamespace != "" {
+		return gs.Spec.TargetNamespace
+	}
+	return gs.Namespace
+}
+
+func (t *targets) build(gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, error) {
+	cfg, live := rest.CopyConfig(t.cfg), t.cache
+	tgt := &target{}
+	if kubeconfig != nil {
+		remote, err := restConfigFromSecret(kubeconfig, gs.Spec.KubeConfig.SecretRef.Key, t.allowExec)
+		if err != nil {
+			return nil, stalled(v1.ReasonInvalidSpec, err)
+		}
+		cl, stop, err := t.startRemote(remote)
+		if err != nil {
+			return nil, retry(v1.ReasonApplyFailed, err)
+		}
+		cfg, live, tgt.stop = remote, cl.GetCache(), stop
+	}
+	if sa := gs.Spec.ServiceAccountName; sa != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", gs.Namespace, sa)}
+	}
+	opts := t.base
+	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
+	opts.DefaultNamespace = defaultNamespace(gs)
+	opts.Force = gs.Spec.Force
+	applier, err := apply.New(cfg, live, opts)
+	if err != nil {
+		return nil, errors.Join(err, tgt.close())
+	}
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: t.scheme})
+	if err != nil {
+		return nil, errors.Join(err, tgt.close())
+	}
+	tgt.applier, tgt.direct, tgt.cache = applier, direct, live
+	return tgt, nil
+}
+
+// startRemote starts a cache for a remote cluster and waits for it to run.
+func (t *targets) startRemote(cfg *rest.Config) (cluster.Cluster, context.CancelFunc, error) {
+	cl, err := cluster.New(cfg, func(o *cluster.Options) { o.Scheme = t.scheme })
+	if err != nil {
+		return nil, nil, fmt.Errorf("remote cluster %s: %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithCancel(t.runCtx())
+	go func() { _ = cl.Start(ctx) }()
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, nil, fmt.Errorf("remote cluster %s: cache did not start", cfg.Host)
+	}
+	return cl, cancel, nil
+}
+
+func (tgt *target) close() error {
+	if tgt != nil && tgt.stop != nil {
+		tgt.stop()
+	}
+	return nil
+}
+
+// forget drops key's target, stopping its remote cache.
+func (t *targets) forget(key types.NamespacedName) {
+	t.mu.Lock()
+	cur := t.byKey[key]
+	delete(t.byKey, key)
+	t.mu.Unlock()
+	_ = cur.close()
+}
+
+func readKubeConfigSecret(ctx context.Context, reader client.Reader, gs *v1.GitSync) (*corev1.Secret, error) {
+	ref := gs.Spec.KubeConfig.SecretRef
+	s := &corev1.Secret{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: ref.Name}, s); err != nil {
+		return nil, retry(v1.ReasonApplyFailed, fmt.Errorf("Secret/%s/%s read failed: %w", gs.Namespace, ref.Name, err))
+	}
+	return s, nil
+}
+
+// restConfigFromSecret builds a rest.Config from the kubeconfig in key of s
+// ("value" when key is empty). Kubeconfigs that would run programs (exec
+// credential plugins, auth provider plugins) are refused unless allowExec.
+func restConfigFromSecret(s *corev1.Secret, key string, allowExec bool) (*rest.Config, error) {
+	if key == "" {
+		key = "value"
+	}
+	data, ok := s.Data[key]
+	if !ok {
+		return nil, fmt.Errorf("Secret/%s/%s has no key %q", s.Namespace, s.Name, key)
+	}
+	raw, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("Secret/%s/%s key %q is not a kubeconfig: %w", s.Namespace, s.Name, key, err)
+	}
+	if !allowExec {
+		for name, ai := range raw.AuthInfos {
+			if ai.Exec != nil || ai.AuthProvider != nil {
+				return nil, fmt.Errorf("Secret/%s/%s kubeconfig user %q runs a credential plugin; exec plugins are disabled (gitsync run --allow-kubeconfig-exec)", s.Namespace, s.Name, name)
+			}
+		}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("Secret/%s/%s kubeconfig invalid: %w", s.Namespace, s.Name, err)
+	}
+	return cfg, nil
+}
