@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -19,7 +20,8 @@ import (
 // JSON patch that first tests its UID and both labels, so an object
 // recreated or relabelled by someone else is left exactly as it is (kept).
 // The result's Remaining holds the objects that failed; the error joins
-// their causes.
+// their causes. c should read from the apiserver directly: a rejected patch
+// is classified by reading the object.
 func Orphan(ctx context.Context, c client.Client, inv *Inventory, name, namespace string) (*PruneResult, error) {
 	if name == "" {
 		return nil, errors.New("orphan: owner name is required")
@@ -74,8 +76,13 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 		return PruneEntry{ID: e.ID, Action: ActionOrphaned, Reason: "owner labels removed"}
 	case apierrors.IsNotFound(err):
 		return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "already deleted"}
-	case isTestFailed(err):
-		return PruneEntry{ID: e.ID, Action: ActionKept, Reason: "not ours any more (recreated or relabelled by someone else)"}
+	case apierrors.IsInvalid(err):
+		switch action, ok := notOwnedAnyMore(ctx, c, m.GVK, e, name, namespace); {
+		case ok && action == ActionKept:
+			return PruneEntry{ID: e.ID, Action: ActionKept, Reason: "not ours any more (recreated or relabelled by someone else)"}
+		case ok:
+			return PruneEntry{ID: e.ID, Action: action, Reason: "already deleted"}
+		}
 	}
 	return failed(err)
 }
@@ -103,19 +110,18 @@ func jsonPointerEscape(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
-// isTestFailed reports a JSON patch whose test operation did not hold: the
-// apiserver answers 422 with the json-patch message ("testing value ...
-// failed", "test operation does not apply: is missing path"). Other 422s,
-// such as an admission policy's denial, are failures.
-func isTestFailed(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return false
+// notOwnedAnyMore reads the object after a rejected patch to tell a failed
+// test (someone else's object now: kept) from other rejections (failed).
+// The apiserver reports both as 422 without a stable way to tell them apart.
+func notOwnedAnyMore(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, e Entry, name, namespace string) (Action, bool) {
+	live, err := getMeta(ctx, c, gvk, e.ID)
+	switch {
+	case isGone(err):
+		return ActionAbsent, true
+	case err != nil:
+		return "", false
+	case live.GetUID() != e.UID || !OwnedBy(live.GetLabels(), name, namespace):
+		return ActionKept, true
 	}
-	for _, cause := range status.Status().Details.Causes {
-		if strings.Contains(cause.Message, "testing value ") || strings.Contains(cause.Message, "test operation does not apply") {
-			return true
-		}
-	}
-	return false
+	return "", false
 }
