@@ -1,0 +1,231 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDiffExitCodes walks one ConfigMap through missing (1), in sync (0),
+// drifted (1) and an invalid manifest (2).
+func TestDiffExitCodes(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"app.yaml": configMap("app", "color", "blue")})
+
+	r := inCluster(t, ns, "diff", dir)
+	wantCode(t, r, 1)
+	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/app (create)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("missing object: change lines (-want +got):\n%s\n%s", diff, r)
+	}
+
+	wantCode(t, inCluster(t, ns, "apply", dir), 0)
+	r = inCluster(t, ns, "diff", dir)
+	wantCode(t, r, 0)
+	if got := changeLines(r.stdout); len(got) != 0 {
+		t.Errorf("after apply: want no changes, got %q\n%s", got, r)
+	}
+
+	writeFiles(t, dir, map[string]string{"app.yaml": configMap("app", "color", "green")})
+	r = inCluster(t, ns, "diff", dir)
+	wantCode(t, r, 1)
+	if diff := cmp.Diff([]string{"~ ConfigMap/" + ns + "/app (configure)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("drifted object: change lines (-want +got):\n%s\n%s", diff, r)
+	}
+	for _, want := range []string{`-  color: blue`, `+  color: green`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("unified diff lacks %q:\n%s", want, r)
+		}
+	}
+
+	writeFiles(t, dir, map[string]string{"broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n"})
+	r = inCluster(t, ns, "diff", dir)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "broken.yaml") {
+		t.Errorf("invalid manifest: error does not name the file:\n%s", r)
+	}
+}
+
+// TestDiffErrorExitsTwo: flag errors, a missing directory and an unreachable
+// cluster are errors (2), not differences.
+func TestDiffErrorExitsTwo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"app.yaml": configMap("app", "k", "v")})
+	for name, args := range map[string][]string{
+		"unknown flag":    {"diff", dir, "--no-such-flag"},
+		"no source":       {"diff"},
+		"missing dir":     {"diff", dir + "/nope", "--kubeconfig", env.Kubeconfig},
+		"bad output":      {"diff", dir, "-o", "xml"},
+		"ref without url": {"diff", dir, "--tag", "v1"},
+		"no cluster":      {"diff", dir, "--kubeconfig", "/nonexistent/kubeconfig"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := gitsync(t, args...)
+			wantCode(t, r, 2)
+			if !strings.Contains(r.stderr, "error:") {
+				t.Errorf("want an error message on stderr:\n%s", r)
+			}
+		})
+	}
+}
+
+// TestApplyThenDiffInSync applies a realistic mixed set (Deployment,
+// Service, ConfigMap, Secret with stringData, CRD and a custom resource with a
+// defaulted field) and expects the diff right after to find nothing.
+func TestApplyThenDiffInSync(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := fixture(t, "mixed", ns)
+
+	r := inCluster(t, ns, "diff", dir, "--name", "shop")
+	wantCode(t, r, 1)
+	want := []string{
+		"+ ConfigMap/" + ns + "/app-config (create)",
+		"+ Secret/" + ns + "/app-secret (create)",
+		"+ Service/" + ns + "/web (create)",
+		"+ Deployment/" + ns + "/web (create)",
+		"+ CustomResourceDefinition/widgets." + ns + ".example.com (create)",
+		"+ Widget." + ns + ".example.com/" + ns + "/gadget (create)",
+	}
+	slices.Sort(want)
+	got := changeLines(r.stdout)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("before apply (-want +got):\n%s\n%s", diff, r)
+	}
+
+	r = inCluster(t, ns, "apply", dir, "--name", "shop")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "6 created") {
+		t.Errorf("apply summary lacks \"6 created\":\n%s", r)
+	}
+
+	r = inCluster(t, ns, "diff", dir, "--name", "shop", "-v")
+	wantCode(t, r, 0)
+	if got := changeLines(r.stdout); len(got) != 0 {
+		t.Errorf("apply then diff: want no differences, got %q\n%s", got, r)
+	}
+	if n := len(lines(r.stdout, "  ")); n != 6 {
+		t.Errorf("-v: want 6 unchanged lines, got %d\n%s", n, r)
+	}
+
+	r = inCluster(t, ns, "apply", dir, "--name", "shop")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "6 unchanged") {
+		t.Errorf("second apply: want \"6 unchanged\":\n%s", r)
+	}
+}
+
+// TestDiffJSON checks -o json is a list of {subject, action, diff}.
+func TestDiffJSON(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "1"), "b.yaml": configMap("b", "k", "1")})
+	wantCode(t, inCluster(t, ns, "apply", dir, "--name", "j"), 0)
+	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "2"), "b.yaml": "", "c.yaml": configMap("c", "k", "1")})
+
+	r := inCluster(t, ns, "diff", dir, "--name", "j", "-o", "json")
+	wantCode(t, r, 1)
+	var got []struct {
+		Subject string `json:"subject"`
+		Action  string `json:"action"`
+		Diff    string `json:"diff"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout is not a JSON list: %v\n%s", err, r)
+	}
+	actions := map[string]string{}
+	for _, e := range got {
+		actions[e.Subject] = e.Action
+		if e.Action == "configure" && !strings.Contains(e.Diff, `+  k: "2"`) {
+			t.Errorf("%s: diff lacks the new value:\n%s", e.Subject, e.Diff)
+		}
+	}
+	want := map[string]string{
+		"ConfigMap/" + ns + "/a": "configure",
+		"ConfigMap/" + ns + "/b": "prune",
+		"ConfigMap/" + ns + "/c": "create",
+	}
+	if diff := cmp.Diff(want, actions); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestDiffMasksSecrets: a Secret's value appears in no output, neither in
+// plain text nor base64, whether it is created or changed.
+func TestDiffMasksSecrets(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	secret := func(v string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  token: " + v + "\n"
+	}
+	const oldValue, newValue = "old-plaintext-tok3n", "new-plaintext-tok3n"
+	leaks := func(t *testing.T, r result) {
+		t.Helper()
+		for _, v := range []string{oldValue, newValue} {
+			for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+				if strings.Contains(r.stdout+r.stderr, form) {
+					t.Errorf("output leaks %q:\n%s", form, r)
+				}
+			}
+		}
+	}
+	writeFiles(t, dir, map[string]string{"secret.yaml": secret(oldValue)})
+	for _, args := range [][]string{{"-v"}, {"-o", "json", "-v"}} {
+		r := inCluster(t, ns, append([]string{"diff", dir}, args...)...)
+		wantCode(t, r, 1)
+		leaks(t, r)
+	}
+	wantCode(t, inCluster(t, ns, "apply", dir), 0)
+
+	writeFiles(t, dir, map[string]string{"secret.yaml": secret(newValue)})
+	for _, args := range [][]string{nil, {"-o", "json"}} {
+		r := inCluster(t, ns, append([]string{"diff", dir}, args...)...)
+		wantCode(t, r, 1)
+		leaks(t, r)
+		if !strings.Contains(r.stdout, "***") {
+			t.Errorf("want the changed value shown masked:\n%s", r)
+		}
+	}
+	r := inCluster(t, ns, "apply", dir, "--dry-run")
+	wantCode(t, r, 0)
+	leaks(t, r)
+}
+
+// TestDiffUncommittedChanges: a local directory is read as it is on disk,
+// while --url reads only what was committed.
+func TestDiffUncommittedChanges(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "main")
+	writeFiles(t, repo, map[string]string{"deploy/app.yaml": configMap("app", "color", "blue")})
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "app")
+	wantCode(t, inCluster(t, ns, "apply", repo+"/deploy"), 0)
+
+	writeFiles(t, repo, map[string]string{
+		"deploy/app.yaml": configMap("app", "color", "red"),    // modified, not committed
+		"deploy/new.yaml": configMap("new", "color", "green"), // untracked
+	})
+	r := inCluster(t, ns, "diff", repo+"/deploy")
+	wantCode(t, r, 1)
+	want := []string{"+ ConfigMap/" + ns + "/new (create)", "~ ConfigMap/" + ns + "/app (configure)"}
+	if diff := cmp.Diff(want, changeLines(r.stdout)); diff != "" {
+		t.Errorf("local directory (-want +got):\n%s\n%s", diff, r)
+	}
+	if !strings.Contains(r.stdout, "+  color: red") {
+		t.Errorf("uncommitted edit not in the diff:\n%s", r)
+	}
+
+	r = inCluster(t, ns, "diff", "--url", "file://"+repo, "--path", "deploy")
+	wantCode(t, r, 0)
+}
