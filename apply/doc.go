@@ -1,9 +1,20 @@
 // Package apply applies desired objects with server-side apply (field manager
-// "gitsync") in stages: CRDs, Namespaces and cluster-wide classes first, then
-// everything else, in parallel within a stage.
+// "gitsync") in stages: CRDs, Namespaces and cluster-wide classes first (CRDs
+// awaited until Established, by watch), then everything else, in parallel
+// within a stage.
 //
 // Contract: the result is a ChangeSet with one entry per object; one failing
-// object fails only its entry; an unchanged object is not written. Conflicts
-// with other field managers are reported, never overridden, unless forced.
-// Apply never deletes; pruning belongs to package inventory.
+// object fails only its entry; a custom resource whose CRD failed is skipped.
+// An unchanged object (package diff says in sync) is not written, so
+// re-applying a converged set makes no mutating request and, when live reads
+// come from a warm informer cache, no request at all. Conflicts with other
+// field managers are reported as *ConflictError and left alone, except for
+// the managers in Options.TakeOverManagers (kubectl's); Force takes all.
+// Immutable-field changes are *ImmutableError unless the object opts in to
+// recreation (RecreateAnnotation) or Force is set. Apply never prunes.
+//
+// A cache lags the apiserver by a watch event: an Apply right after another
+// may see the previous state and re-send a no-op apply (reported as
+// configured). Callers that need the second run to be free wait for the cache
+// to catch up (the controller is re-triggered by the watch event anyway).
 package apply
