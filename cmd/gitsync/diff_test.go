@@ -18,21 +18,21 @@ func TestDiffExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"app.yaml": configMap("app", "color", "blue")})
 
-	r := inCluster(t, ns, "diff", dir)
+	r := gitsyncIn(t, ns, "diff", dir)
 	wantCode(t, r, 1)
 	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/app (create)"}, changeLines(r.stdout)); diff != "" {
 		t.Errorf("missing object: change lines (-want +got):\n%s\n%s", diff, r)
 	}
 
-	wantCode(t, inCluster(t, ns, "apply", dir), 0)
-	r = inCluster(t, ns, "diff", dir)
+	wantCode(t, gitsyncIn(t, ns, "apply", dir), 0)
+	r = gitsyncIn(t, ns, "diff", dir)
 	wantCode(t, r, 0)
 	if got := changeLines(r.stdout); len(got) != 0 {
 		t.Errorf("after apply: want no changes, got %q\n%s", got, r)
 	}
 
 	writeFiles(t, dir, map[string]string{"app.yaml": configMap("app", "color", "green")})
-	r = inCluster(t, ns, "diff", dir)
+	r = gitsyncIn(t, ns, "diff", dir)
 	wantCode(t, r, 1)
 	if diff := cmp.Diff([]string{"~ ConfigMap/" + ns + "/app (configure)"}, changeLines(r.stdout)); diff != "" {
 		t.Errorf("drifted object: change lines (-want +got):\n%s\n%s", diff, r)
@@ -44,7 +44,7 @@ func TestDiffExitCodes(t *testing.T) {
 	}
 
 	writeFiles(t, dir, map[string]string{"broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n"})
-	r = inCluster(t, ns, "diff", dir)
+	r = gitsyncIn(t, ns, "diff", dir)
 	wantCode(t, r, 2)
 	if !strings.Contains(r.stderr, "broken.yaml") {
 		t.Errorf("invalid manifest: error does not name the file:\n%s", r)
@@ -83,7 +83,7 @@ func TestApplyThenDiffInSync(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := fixture(t, "mixed", ns)
 
-	r := inCluster(t, ns, "diff", dir, "--name", "shop")
+	r := gitsyncIn(t, ns, "diff", dir, "--name", "shop")
 	wantCode(t, r, 1)
 	want := []string{
 		"+ ConfigMap/" + ns + "/app-config (create)",
@@ -100,13 +100,13 @@ func TestApplyThenDiffInSync(t *testing.T) {
 		t.Errorf("before apply (-want +got):\n%s\n%s", diff, r)
 	}
 
-	r = inCluster(t, ns, "apply", dir, "--name", "shop")
+	r = gitsyncIn(t, ns, "apply", dir, "--name", "shop")
 	wantCode(t, r, 0)
 	if !strings.Contains(r.stdout, "6 created") {
 		t.Errorf("apply summary lacks \"6 created\":\n%s", r)
 	}
 
-	r = inCluster(t, ns, "diff", dir, "--name", "shop", "-v")
+	r = gitsyncIn(t, ns, "diff", dir, "--name", "shop", "-v")
 	wantCode(t, r, 0)
 	if got := changeLines(r.stdout); len(got) != 0 {
 		t.Errorf("apply then diff: want no differences, got %q\n%s", got, r)
@@ -115,7 +115,7 @@ func TestApplyThenDiffInSync(t *testing.T) {
 		t.Errorf("-v: want 6 unchanged lines, got %d\n%s", n, r)
 	}
 
-	r = inCluster(t, ns, "apply", dir, "--name", "shop")
+	r = gitsyncIn(t, ns, "apply", dir, "--name", "shop")
 	wantCode(t, r, 0)
 	if !strings.Contains(r.stdout, "6 unchanged") {
 		t.Errorf("second apply: want \"6 unchanged\":\n%s", r)
@@ -128,10 +128,10 @@ func TestDiffJSON(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "1"), "b.yaml": configMap("b", "k", "1")})
-	wantCode(t, inCluster(t, ns, "apply", dir, "--name", "j"), 0)
+	wantCode(t, gitsyncIn(t, ns, "apply", dir, "--name", "j"), 0)
 	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "2"), "b.yaml": "", "c.yaml": configMap("c", "k", "1")})
 
-	r := inCluster(t, ns, "diff", dir, "--name", "j", "-o", "json")
+	r := gitsyncIn(t, ns, "diff", dir, "--name", "j", "-o", "json")
 	wantCode(t, r, 1)
 	var got []struct {
 		Subject string `json:"subject"`
@@ -180,22 +180,22 @@ func TestDiffMasksSecrets(t *testing.T) {
 	}
 	writeFiles(t, dir, map[string]string{"secret.yaml": secret(oldValue)})
 	for _, args := range [][]string{{"-v"}, {"-o", "json", "-v"}} {
-		r := inCluster(t, ns, append([]string{"diff", dir}, args...)...)
+		r := gitsyncIn(t, ns, append([]string{"diff", dir}, args...)...)
 		wantCode(t, r, 1)
 		leaks(t, r)
 	}
-	wantCode(t, inCluster(t, ns, "apply", dir), 0)
+	wantCode(t, gitsyncIn(t, ns, "apply", dir), 0)
 
 	writeFiles(t, dir, map[string]string{"secret.yaml": secret(newValue)})
 	for _, args := range [][]string{nil, {"-o", "json"}} {
-		r := inCluster(t, ns, append([]string{"diff", dir}, args...)...)
+		r := gitsyncIn(t, ns, append([]string{"diff", dir}, args...)...)
 		wantCode(t, r, 1)
 		leaks(t, r)
 		if !strings.Contains(r.stdout, "***") {
 			t.Errorf("want the changed value shown masked:\n%s", r)
 		}
 	}
-	r := inCluster(t, ns, "apply", dir, "--dry-run")
+	r := gitsyncIn(t, ns, "apply", dir, "--dry-run")
 	wantCode(t, r, 0)
 	leaks(t, r)
 }
@@ -210,13 +210,13 @@ func TestDiffUncommittedChanges(t *testing.T) {
 	writeFiles(t, repo, map[string]string{"deploy/app.yaml": configMap("app", "color", "blue")})
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "app")
-	wantCode(t, inCluster(t, ns, "apply", repo+"/deploy"), 0)
+	wantCode(t, gitsyncIn(t, ns, "apply", repo+"/deploy"), 0)
 
 	writeFiles(t, repo, map[string]string{
 		"deploy/app.yaml": configMap("app", "color", "red"),    // modified, not committed
 		"deploy/new.yaml": configMap("new", "color", "green"), // untracked
 	})
-	r := inCluster(t, ns, "diff", repo+"/deploy")
+	r := gitsyncIn(t, ns, "diff", repo+"/deploy")
 	wantCode(t, r, 1)
 	want := []string{"+ ConfigMap/" + ns + "/new (create)", "~ ConfigMap/" + ns + "/app (configure)"}
 	if diff := cmp.Diff(want, changeLines(r.stdout)); diff != "" {
@@ -226,6 +226,6 @@ func TestDiffUncommittedChanges(t *testing.T) {
 		t.Errorf("uncommitted edit not in the diff:\n%s", r)
 	}
 
-	r = inCluster(t, ns, "diff", "--url", "file://"+repo, "--path", "deploy")
+	r = gitsyncIn(t, ns, "diff", "--url", "file://"+repo, "--path", "deploy")
 	wantCode(t, r, 0)
 }

@@ -72,8 +72,8 @@ func gitsync(t testing.TB, args ...string) result {
 	return res
 }
 
-// inCluster runs gitsync against the test control plane in namespace ns.
-func inCluster(t testing.TB, ns string, args ...string) result {
+// gitsyncIn runs gitsync against the test control plane in namespace ns.
+func gitsyncIn(t testing.TB, ns string, args ...string) result {
 	t.Helper()
 	return gitsync(t, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns)...)
 }
