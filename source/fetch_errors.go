@@ -99,7 +99,7 @@ func gitErrClass(err error) error {
 		return ErrHostKey
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return ErrRepoNotFound
-	case strings.Contains(msg, "not our ref"), strings.Contains(msg, "object not found"):
+	case strings.Contains(msg, "not our ref"):
 		return ErrRefNotFound
 	}
 	return nil

@@ -341,3 +341,57 @@ func TestRevisionString(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// A force push that drops the last commit brings back content that only the
+// parent holds. The shallow local store never had it, while an incremental
+// fetch lets the server assume it did (the parent is reachable from our
+// have): Fetch must notice and still produce the complete tree. A revert is
+// the friendly variant of the same move.
+func TestFetchRestoresContentFromOlderHistory(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(r *testRepo)
+	}{
+		{"revert", func(r *testRepo) { r.git("revert", "--no-edit", "HEAD") }},
+		{"drop last commit and push another", func(r *testRepo) {
+			r.git("reset", "-q", "--hard", "HEAD~1")
+			r.commit("other", map[string]string{"deploy/other.yaml": "o: 1\n"})
+		}},
+	}
+	tr := newTransports(t)
+	repo := newTestRepo(t, tr.root, "app")
+	repo.commit("a", map[string]string{"deploy/a.yaml": "a: 0\n", "deploy/keep.yaml": "k: 1\n"})
+	tip := repo.commit("b", map[string]string{"deploy/a.yaml": "a: 1\n"})
+	// With a reachability bitmap (as large hosts have), git excludes every
+	// object reachable from our haves, not only the edge trees.
+	repo.git("repack", "-q", "-a", "-d", "-b")
+	for _, tc := range tests {
+		for proto, src := range tr.sources("app", Ref{Branch: "main"}) {
+			t.Run(tc.name+"/"+proto, func(t *testing.T) {
+				repo.git("reset", "-q", "--hard", tip)
+				f := newTestFetcher(t)
+				rev, err := f.Resolve(t.Context(), src)
+				if err == nil {
+					_, err = f.Fetch(t.Context(), src, rev)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.change(repo)
+				rev, err = f.Resolve(t.Context(), src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir, err := f.Checkout(t.Context(), src, rev)
+				if err != nil {
+					t.Fatalf("Checkout: %v", err)
+				}
+				defer os.RemoveAll(dir)
+				got, _ := os.ReadFile(filepath.Join(dir, "deploy/a.yaml"))
+				if diff := cmp.Diff("a: 0\n", string(got)); diff != "" {
+					t.Errorf("deploy/a.yaml (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}

@@ -112,6 +112,8 @@ func newGitHTTPServer(t testing.TB, root, user, pass string) *gitHTTPServer {
 		Path: gitPath,
 		Args: []string{"http-backend"},
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
+		// GIT_TRACE_PACKET=<file> in the test environment traces the server side.
+		InheritEnv: []string{"GIT_TRACE_PACKET"},
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.user != "" {
