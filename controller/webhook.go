@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,4 +69,14 @@ func WebhookLookup(gitsyncs, secrets client.Reader) func(ctx context.Context, re
 func ParseKey(key string) (types.NamespacedName, bool) {
 	ns, name, ok := strings.Cut(key, "/")
 	return types.NamespacedName{Namespace: ns, Name: name}, ok && ns != "" && name != ""
+}
+
+// RequestReconcile sets RequestedAtAnnotation on the GitSync key to now,
+// which makes the leading agent reconcile it with a fresh look at its
+// remote. Replicas that do not lead use it to forward webhooks.
+func RequestReconcile(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	gs := &v1.GitSync{}
+	gs.Name, gs.Namespace = key.Name, key.Namespace
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano)))
+	return c.Patch(ctx, gs, client.RawPatch(types.MergePatchType, patch))
 }

@@ -28,5 +28,7 @@ gitsync apply, gitsync status).`,
 	cmd.AddCommand(NewDiffCmd())
 	cmd.AddCommand(NewApplyCmd())
 	cmd.AddCommand(NewStatusCmd())
+	cmd.AddCommand(NewRunCmd())
+	cmd.AddCommand(NewVersionCmd())
 	return cmd
 }

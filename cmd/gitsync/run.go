@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/source"
+)
+
+// RunOptions configures `gitsync run`, the in-cluster agent.
+type RunOptions struct {
+	// Kubeconfig and Context select the cluster; empty means in-cluster
+	// config, or $KUBECONFIG / ~/.kube/config on a laptop.
+	Kubeconfig, Context string
+	// LeaderElect makes replicas of one shard elect one active reconciler
+	// through a Lease. Defaults to true in-cluster, false elsewhere.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the Lease; defaults to the pod's
+	// namespace in-cluster.
+	LeaderElectionNamespace string
+	// Concurrent is how many GitSyncs are reconciled in parallel.
+	Concurrent int
+	// WatchNamespace limits the agent to the GitSyncs of one namespace.
+	WatchNamespace string
+	// Shard is a label selector on GitSyncs, so N deployments can split one
+	// cluster's GitSyncs; each shard elects its own leader.
+	Shard string
+	// MetricsAddr, HealthAddr and WebhookAddr are listen addresses; "0"
+	// (or "" for the webhook) turns the listener off.
+	MetricsAddr, HealthAddr, WebhookAddr string
+	// InstallCRDs applies the GitSync CRD at start, for laptops and demos;
+	// in a cluster the Helm chart installs it.
+	InstallCRDs bool
+	// CacheDir holds Git object stores and checkouts.
+	CacheDir string
+	// AllowKubeconfigExec lets spec.kubeConfig kubeconfigs run exec
+	// credential plugins inside the agent.
+	AllowKubeconfigExec bool
+	// LogFormat is json, console, or auto (console on a terminal, else JSON).
+	LogFormat string
+	// Verbose raises the log level to debug.
+	Verbose bool
+}
+
+// NewRunCmd returns `gitsync run`.
+func NewRunCmd() *cobra.Command {
+	o := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the agent: keep every GitSync's cluster in step with its Git source",
+		Long: `run starts the gitsync agent. It reconciles GitSync objects: fetches their
+source, applies it with server-side apply, prunes what left Git, repairs drift
+as soon as a managed object changes, and reports status only when it changes.`,
+		Example: `  # On a laptop against the current context, installing the CRD first
+  gitsync run --install-crds
+
+  # Two shards of one cluster
+  gitsync run --shard gitsync.dev/shard=a
+  gitsync run --shard gitsync.dev/shard=b`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("leader-elect") {
+				o.LeaderElect = inCluster()
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file to use (default: in-cluster, $KUBECONFIG or ~/.kube/config).")
+	fs.StringVar(&o.Context, "context", "", "The name of the kubeconfig context to use.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect one active replica per shard through a Lease (default true in-cluster).")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.IntVar(&o.Concurrent, "concurrent", 4, "How many GitSyncs to reconcile in parallel.")
+	fs.StringVar(&o.WatchNamespace, "watch-namespace", "", "Only reconcile GitSyncs in this namespace (default: all).")
+	fs.StringVar(&o.Shard, "shard", "", "Only reconcile GitSyncs matching this label selector, e.g. gitsync.dev/shard=a.")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `Address of the Prometheus /metrics endpoint ("0" disables it).`)
+	fs.StringVar(&o.HealthAddr, "health-addr", ":8081", `Address of /healthz and /readyz ("0" disables them).`)
+	fs.StringVar(&o.WebhookAddr, "webhook-addr", ":9292", `Address of the Git webhook receiver ("" disables it).`)
+	fs.BoolVar(&o.InstallCRDs, "install-crds", false, "Apply the GitSync CustomResourceDefinition before starting.")
+	fs.StringVar(&o.CacheDir, "cache-dir", "", "Directory for Git object stores and checkouts (default: a gitsync directory in the user cache dir).")
+	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
+	fs.StringVar(&o.LogFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "Log at debug level.")
+	return cmd
+}
+
+// Run starts the agent and blocks until ctx ends or leadership is lost.
+func (o *RunOptions) Run(ctx context.Context) error {
+	log, err := newLogger(o.LogFormat, o.Verbose)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	ctrl.SetLogger(log)
+	cfg, err := o.restConfig()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	scheme, err := agentScheme()
+	if err != nil {
+		return err
+	}
+	if o.InstallCRDs {
+		if err := installCRD(ctx, cfg, scheme); err != nil {
+			return err
+		}
+	}
+	mgr, err := o.newManager(cfg, scheme)
+	if err != nil {
+		return err
+	}
+	rec, err := o.newReconciler(mgr)
+	if err != nil {
+		return err
+	}
+	if err := controller.IndexByURL(ctx, mgr); err != nil {
+		return err
+	}
+	if err := o.addWebhook(mgr, rec); err != nil {
+		return err
+	}
+	log.Info("starting gitsync agent", "version", versionString(), "shard", o.Shard, "namespace", o.WatchNamespace, "leaderElection", o.LeaderElect)
+	return mgr.Start(ctx)
+}
+
+func (o *RunOptions) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "gitsync-agent/" + versionString()
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+func agentScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	return s, errors.Join(clientgoscheme.AddToScheme(s), apiextensionsv1.AddToScheme(s), gitsyncv1.AddToScheme(s))
+}
+
+func (o *RunOptions) newManager(cfg *rest.Config, scheme *runtime.Scheme) (manager.Manager, error) {
+	byObject := cache.ByObject{}
+	if o.WatchNamespace != "" {
+		byObject.Namespaces = map[string]cache.Config{o.WatchNamespace: {}}
+	}
+	id := "gitsync-leader"
+	if o.Shard != "" {
+		sel, err := labels.Parse(o.Shard)
+		if err != nil {
+			return nil, withExitCode(exitError, fmt.Errorf("--shard %q: %w", o.Shard, err))
+		}
+		byObject.Label = sel
+		sum := sha256.Sum256([]byte(sel.String()))
+		id += "-" + hex.EncodeToString(sum[:6])
+	}
+	leNamespace := o.LeaderElectionNamespace
+	if leNamespace == "" && !inCluster() {
+		leNamespace = "default"
+		if o.WatchNamespace != "" {
+			leNamespace = o.WatchNamespace
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cache.Options{ByObject: map[client.Object]cache.ByObject{&gitsyncv1.GitSync{}: byObject}},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              id,
+		LeaderElectionNamespace:       leNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if o.HealthAddr != "0" && o.HealthAddr != "" {
+		err = errors.Join(
+			mgr.AddHealthzCheck("ping", healthz.Ping),
+			mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+				ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+				defer cancel()
+				if !mgr.GetCache().WaitForCacheSync(ctx) {
+					return errors.New("informer caches not synced")
+				}
+				return nil
+			}))
+	}
+	return mgr, err
+}
+
+func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReconciler, error) {
+	dir := o.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "gitsync")
+	}
+	fopts := source.DefaultFetcherOptions()
+	fopts.Dir = dir
+	fetcher, err := source.NewFetcher(fopts)
+	if err != nil {
+		return nil, err
+	}
+	copts := source.DefaultCacheOptions()
+	copts.Fetcher = fetcher
+	copts.Render = func(ctx context.Context, root, path string) (*source.Rendered, error) {
+		return source.Render(ctx, root, path, source.DefaultRenderOptions())
+	}
+	srcCache, err := source.NewCache(copts)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := controller.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	opts := controller.DefaultOptions()
+	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, metrics
+	opts.MaxConcurrentReconciles = o.Concurrent
+	opts.AllowExecPlugins = o.AllowKubeconfigExec
+	return controller.New(mgr, opts)
+}
+
+func inCluster() bool {
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
+}
+
+// newLogger returns zap through controller-runtime: JSON for log
+// collectors, console for people.
+func newLogger(format string, verbose bool) (logr.Logger, error) {
+	opts := []zap.Opts{zap.WriteTo(os.Stderr), zap.JSONEncoder()}
+	switch format {
+	case "json":
+	case "console":
+		opts = append(opts, zap.ConsoleEncoder())
+	case "auto", "":
+		if term.IsTerminal(int(os.Stderr.Fd())) {
+			opts = append(opts, zap.ConsoleEncoder())
+		}
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-format %q: want json, console or auto", format)
+	}
+	if verbose {
+		opts = append(opts, zap.Level(zapcore.DebugLevel))
+	}
+	return zap.New(opts...), nil
+}
+
+// installCRD server-side applies the embedded GitSync CRD and waits until
+// it is Established.
+func installCRD(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
+	crd, err := gitsyncv1.CRD()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	crd.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	delete(obj.Object, "status")
+	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("gitsync"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("CustomResourceDefinition/%s apply failed: %w", crd.Name, err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
+			return false, err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// addWebhook serves the Git webhook receiver on every replica. The leader
+// enqueues the GitSync directly; a replica that is not leading annotates it
+// with controller.RequestedAtAnnotation, which the leader's watch sees.
+func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReconciler) error {
+	if o.WebhookAddr == "" || o.WebhookAddr == "0" {
+		return nil
+	}
+	log := ctrl.Log.WithName("webhook")
+	ropts := source.DefaultReceiverOptions()
+	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader())
+	ropts.Enqueue = func(key string) {
+		nn, ok := controller.ParseKey(key)
+		if !ok {
+			return
+		}
+		select {
+		case <-mgr.Elected():
+			rec.Trigger(nn)
+		default:
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := controller.RequestReconcile(ctx, mgr.GetClient(), nn); err != nil {
+					log.Error(err, "forward webhook to the leader", "gitsync", key)
+				}
+			}()
+		}
+	}
+	receiver, err := source.NewReceiver(ropts)
+	if err != nil {
+		return err
+	}
+	srv := source.NewServer(o.WebhookAddr, receiver)
+	return mgr.Add(webhookServer{srv: srv})
+}
+
+// webhookServer runs the receiver on every replica, leader or not.
+type webhookServer struct{ srv *http.Server }
+
+func (w webhookServer) NeedLeaderElection() bool { return false }
+
+func (w webhookServer) Start(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- w.srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook listener %s: %w", w.srv.Addr, err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return w.srv.Shutdown(sctx)
+	}
+}

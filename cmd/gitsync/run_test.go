@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+)
+
+// agentProc is a `gitsync run` process started by a test.
+type agentProc struct {
+	cmd                      *exec.Cmd
+	log                      *bytes.Buffer
+	metrics, health, webhook string
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startRun starts the real binary against the test control plane.
+func startRun(t *testing.T, ns string, extra ...string) *agentProc {
+	t.Helper()
+	a := &agentProc{log: &bytes.Buffer{}, metrics: freeAddr(t), health: freeAddr(t), webhook: freeAddr(t)}
+	args := append([]string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
+		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", a.webhook,
+		"--cache-dir", t.TempDir(), "--log-format", "json"}, extra...)
+	a.cmd = exec.Command(bin, args...)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.stop(t) })
+	return a
+}
+
+func (a *agentProc) stop(t *testing.T) {
+	if a.cmd.ProcessState != nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- a.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+		t.Errorf("gitsync run did not stop on SIGTERM within 30s")
+	}
+	if t.Failed() {
+		t.Logf("gitsync run log:\n%s", a.log.String())
+	}
+}
+
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func gitsyncClient(t *testing.T) client.Client {
+	t.Helper()
+	if err := gitsyncv1.AddToScheme(env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 90*time.Second, true, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func waitApplied(t *testing.T, c client.Client, key client.ObjectKey, commit string) {
+	t.Helper()
+	poll(t, "GitSync Ready at "+commit, func(ctx context.Context) (bool, error) {
+		gs := &gitsyncv1.GitSync{}
+		if err := c.Get(ctx, key, gs); err != nil {
+			return false, nil // the CRD may not be installed yet
+		}
+		ready := meta.FindStatusCondition(gs.Status.Conditions, gitsyncv1.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && strings.Contains(gs.Status.LastAppliedRevision, commit), nil
+	})
+}
+
+func newRunRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	return dir
+}
+
+func commitFiles(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	writeFiles(t, dir, files)
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "change")
+	return git(t, dir, "rev-parse", "HEAD")
+}
+
+// TestRunAppliesOnWebhook runs the agent binary: a GitSync becomes Ready, a
+// signed GitHub push webhook applies the next commit although the interval
+// is an hour, and /metrics, /healthz and /readyz answer.
+func TestRunAppliesOnWebhook(t *testing.T) {
+	ns := env.Namespace(t)
+	a := startRun(t, ns, "--leader-elect=false")
+	c := gitsyncClient(t)
+	ctx := context.Background()
+	dir := newRunRepo(t)
+	commit1 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "1")})
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	gs := &gitsyncv1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: gitsyncv1.GitSyncSpec{
+			Source:   gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
+			Interval: metav1.Duration{Duration: time.Hour},
+			Prune:    true,
+			Webhook:  &gitsyncv1.WebhookSpec{SecretRef: gitsyncv1.LocalObjectReference{Name: "hook"}},
+		},
+	}
+	poll(t, "create GitSync (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
+		return c.Create(ctx, gs.DeepCopy()) == nil, nil
+	})
+	key := client.ObjectKeyFromObject(gs)
+	waitApplied(t, c, key, commit1)
+
+	commit2 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "2")})
+	body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, "file://"+dir))
+	mac := hmac.New(sha256.New, []byte("s3cret"))
+	mac.Write(body)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+a.webhook+"/hook/github", bytes.NewReader(body))
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook answered %d, want 202", resp.StatusCode)
+	}
+	waitApplied(t, c, key, commit2)
+
+	code, text := httpGet("http://" + a.metrics + "/metrics")
+	for _, want := range []string{"gitsync_reconcile_duration_seconds", `gitsync_last_applied_revision_info{name="web"`, "workqueue_depth"} {
+		if code != http.StatusOK || !strings.Contains(text, want) {
+			t.Errorf("/metrics (%d) lacks %s", code, want)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := httpGet("http://" + a.health + path); code != http.StatusOK {
+			t.Errorf("%s = %d %s", path, code, body)
+		}
+	}
+}
+
+// TestRunLeaderElection starts two agents electing through one Lease: only
+// the leader reconciles, and the other takes over when the leader stops.
+func TestRunLeaderElection(t *testing.T) {
+	ns := env.Namespace(t)
+	c := gitsyncClient(t)
+	ctx := context.Background()
+	le := []string{"--leader-elect", "--leader-election-namespace", ns}
+	first := startRun(t, ns, le...)
+	dir := newRunRepo(t)
+	commit1 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "1")})
+	gs := &gitsyncv1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "le", Namespace: ns},
+		Spec: gitsyncv1.GitSyncSpec{
+			Source:   gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
+			Interval: metav1.Duration{Duration: time.Hour},
+			Prune:    true,
+		},
+	}
+	poll(t, "create GitSync", func(ctx context.Context) (bool, error) { return c.Create(ctx, gs.DeepCopy()) == nil, nil })
+	key := client.ObjectKeyFromObject(gs)
+	waitApplied(t, c, key, commit1)
+	second := startRun(t, ns, le...)
+	poll(t, "second agent serving metrics", func(context.Context) (bool, error) {
+		code, _ := httpGet("http://" + second.metrics + "/metrics")
+		return code == http.StatusOK, nil
+	})
+
+	commit2 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "2")})
+	patch := client.MergeFrom(gs.DeepCopy())
+	gs.Annotations = map[string]string{"gitsync.dev/requested-at": "1"}
+	if err := c.Patch(ctx, gs, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c, key, commit2)
+	if _, text := httpGet("http://" + second.metrics + "/metrics"); strings.Contains(text, "gitsync_reconcile_duration_seconds_count") {
+		t.Errorf("the agent that is not leading reconciled")
+	}
+
+	first.stop(t)
+	commit3 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "3")})
+	patch = client.MergeFrom(gs.DeepCopy())
+	gs.Annotations["gitsync.dev/requested-at"] = "2"
+	if err := c.Patch(ctx, gs, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c, key, commit3)
+}
+
+// TestVersion prints a version line.
+func TestVersion(t *testing.T) {
+	r := gitsync(t, "version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "gitsync ") {
+		t.Errorf("gitsync version: %s", r)
+	}
+}
