@@ -44,7 +44,12 @@ func NormalizeRepoURL(raw string) string {
 		if i := strings.Index(s, ":"); i > 0 && !strings.HasPrefix(s, "/") {
 			s = "ssh://" + s[:i] + "/" + strings.TrimPrefix(s[i+1:], "/")
 		} else {
-			return strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
+			path := strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
+			if strings.HasPrefix(path, "/") {
+				// A local path names the same repository as its file:// URL.
+				return "file://" + path
+			}
+			return path
 		}
 	}
 	u, err := url.Parse(s)
