@@ -3,10 +3,17 @@ package chart_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
+
+// forbiddenErr reports whether err is the apiserver refusing on RBAC grounds.
+func forbiddenErr(err error) bool {
+	return err != nil && (apierrors.IsForbidden(err) || strings.Contains(err.Error(), "forbidden"))
+}
 
 // authz is one question to the apiserver's authorizer: may the user do verb
 // on group/resource[/subresource] in namespace ("" means cluster-wide)?

@@ -19,7 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-const fullValues = "testdata/full-values.yaml"
+const (
+	fullValues        = "testdata/full-values.yaml"
+	multiTenantValues = "../../examples/multi-tenant/agent-values.yaml"
+)
 
 func TestLint(t *testing.T) {
 	for _, tc := range []struct {
@@ -33,6 +36,7 @@ func TestLint(t *testing.T) {
 		{name: "full values strict", args: []string{"--strict", "-f", fullValues}},
 		{name: "watch namespace strict", args: []string{"--strict", "--set", "agent.watchNamespace=apps"}},
 		{name: "no rbac strict", args: []string{"--strict", "--set", "rbac.create=false"}},
+		{name: "multi-tenant example strict", args: []string{"--strict", "-f", multiTenantValues}},
 		{name: "unknown key", args: []string{"--set", "rbac.clusteradmin=true"}, wantErr: "clusteradmin"},
 		{name: "zero concurrency", args: []string{"--set", "agent.concurrent=0"}, wantErr: "concurrent"},
 		{name: "bad namespace", args: []string{"--set", "rbac.gitSyncNamespaces={Not_A_Namespace}"}, wantErr: "gitSyncNamespaces"},
@@ -168,7 +172,8 @@ func TestInstallFullValues(t *testing.T) {
 		}
 		checkDeployment(t, &d, ns, []string{
 			"run", "--leader-elect=true", "--metrics-addr=:8080", "--health-addr=:8081",
-			"--webhook-addr=:9292", "--concurrent=8", "--shard=blue",
+			"--webhook-addr=:9292", "--concurrent=8", "--cache-dir=/var/cache/gitsync", "--log-format=json", "-v",
+			"--shard=gitsync.dev/shard=blue",
 		})
 		if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {
 			t.Errorf("replicas = %d, want 2 (leader election makes more than one safe)", got)
@@ -268,7 +273,7 @@ func TestInstallDefaults(t *testing.T) {
 	}
 	checkDeployment(t, &d, ns, []string{
 		"run", "--leader-elect=true", "--metrics-addr=:8080", "--health-addr=:8081",
-		"--webhook-addr=:9292", "--concurrent=4",
+		"--webhook-addr=:9292", "--concurrent=4", "--cache-dir=/var/cache/gitsync", "--log-format=json",
 	})
 
 	sa := "system:serviceaccount:" + ns + ":dflt-gitsync"
@@ -362,13 +367,13 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, ns string, wantArgs []s
 		}
 		mounts[m.MountPath] = m.Name
 	}
-	var cacheHome string
-	for _, e := range c.Env {
-		if e.Name == "XDG_CACHE_HOME" {
-			cacheHome = e.Value
+	var cacheDir string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--cache-dir="); ok {
+			cacheDir = v
 		}
 	}
-	if mounts["/tmp"] == "" || cacheHome == "" || mounts[cacheHome] == "" {
-		t.Errorf("mounts = %v, XDG_CACHE_HOME = %q: want emptyDirs on /tmp and on the cache directory", mounts, cacheHome)
+	if mounts["/tmp"] == "" || cacheDir == "" || mounts[cacheDir] == "" {
+		t.Errorf("mounts = %v, --cache-dir = %q: want emptyDirs on /tmp and on the Git cache directory", mounts, cacheDir)
 	}
 }
