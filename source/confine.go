@@ -53,6 +53,9 @@ func localPath(rel string) (string, error) {
 	if rel == "" {
 		return ".", nil
 	}
+	if filepath.IsAbs(rel) {
+		return "", renderErr(ErrOutsideRoot, filepath.ToSlash(rel), "path must be relative to the repository root")
+	}
 	if !filepath.IsLocal(rel) {
 		if filepath.Clean(rel) == "." {
 			return ".", nil
@@ -123,6 +126,12 @@ func (r *repoRoot) readDir(rel string) ([]fs.DirEntry, error) {
 func (r *repoRoot) readFile(ctx context.Context, rel string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	// Stat first: opening a FIFO or device could block or never end.
+	if fi, err := r.root.Stat(rel); err != nil {
+		return nil, r.classify(rel, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, renderErr(ErrInvalidYAML, filepath.ToSlash(rel), "not a regular file")
 	}
 	f, err := r.root.Open(rel)
 	if err != nil {

@@ -90,6 +90,11 @@ func (c *confinedFS) Open(path string) (filesys.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fi, err := c.repo.stat(rel); err != nil {
+		return nil, c.note(err)
+	} else if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, renderErr(ErrInvalidYAML, filepath.ToSlash(rel), "not a regular file")
+	}
 	f, err := c.repo.root.Open(rel)
 	if err != nil {
 		return nil, c.note(c.repo.classify(rel, err))

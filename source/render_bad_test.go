@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -24,6 +25,8 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 		switch {
 		case strings.HasPrefix(content, "symlink:"):
 			err = os.Symlink(strings.TrimPrefix(content, "symlink:"), p)
+		case content == "fifo:":
+			err = syscall.Mkfifo(p, 0o644)
 		case strings.HasPrefix(content, "sparse:"):
 			var size int64
 			fmt.Sscan(strings.TrimPrefix(content, "sparse:"), &size)
@@ -305,6 +308,25 @@ func TestRenderRefusesBadInput(t *testing.T) {
 				"repo/bomb.yaml":          aliasBomb(9),
 			},
 			class: ErrTooLarge, message: "alias expansion too large",
+		},
+		{
+			name:  "absolute render path",
+			files: map[string]string{"repo/a.yaml": configMap("a")},
+			path:  "/etc",
+			class: ErrOutsideRoot, message: "path must be relative",
+		},
+		{
+			name: "FIFO as a kustomize resource does not block",
+			files: map[string]string{
+				"repo/kustomization.yaml": kustomizeHeader + "resources: [pipe.yaml]\n",
+				"repo/pipe.yaml":          "fifo:",
+			},
+			class: ErrKustomize,
+		},
+		{
+			name:  "FIFO in a plain directory is skipped, not opened",
+			files: map[string]string{"repo/pipe.yaml": "fifo:", "repo/a.yaml": configMap("a"), "repo/b.yaml": configMap("a")},
+			class: ErrDuplicate,
 		},
 		{
 			name:  "render path not found",
