@@ -103,14 +103,22 @@ func (o *DiffOptions) Complete(args []string) error {
 // result. The returned error carries the exit status: nil in sync, 1 with
 // differences, 2 on error.
 func (o *DiffOptions) Run(ctx context.Context) error {
+	if o.Watch {
+		tgt, err := o.Target.Connect()
+		if err != nil {
+			return withExitCode(exitError, err)
+		}
+		return o.watch(ctx, tgt)
+	}
+	desired, err := o.Source.Render(ctx) // before connecting: a broken manifest needs no cluster to be reported
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
 	tgt, err := o.Target.Connect()
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
-	if o.Watch {
-		return o.watch(ctx, tgt)
-	}
-	return o.runOnce(ctx, tgt)
+	return o.diff(ctx, tgt, desired)
 }
 
 // runOnce does one render, diff and print.
@@ -119,6 +127,11 @@ func (o *DiffOptions) runOnce(ctx context.Context, tgt *Target) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	return o.diff(ctx, tgt, desired)
+}
+
+// diff compares desired with the cluster and prints the result.
+func (o *DiffOptions) diff(ctx context.Context, tgt *Target, desired *Desired) error {
 	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: o.Name, PreviewPrune: o.Name != "", Prune: o.Prune})
 	if err != nil {
 		return withExitCode(exitError, err)

@@ -213,7 +213,7 @@ func TestDiffUncommittedChanges(t *testing.T) {
 	wantCode(t, gitsyncIn(t, ns, "apply", repo+"/deploy"), 0)
 
 	writeFiles(t, repo, map[string]string{
-		"deploy/app.yaml": configMap("app", "color", "red"),    // modified, not committed
+		"deploy/app.yaml": configMap("app", "color", "red"),   // modified, not committed
 		"deploy/new.yaml": configMap("new", "color", "green"), // untracked
 	})
 	r := gitsyncIn(t, ns, "diff", repo+"/deploy")

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// newGitHTTPServer serves the repositories under root with git http-backend
+// on a loopback port and returns its base URL.
+func newGitHTTPServer(t *testing.T, root string) string {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git CLI not installed")
+	}
+	backend := &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
+	}
+	srv := httptest.NewServer(http.Handler(backend))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestDiffURLOverHTTP reads a repository from a loopback Git HTTP server at a
+// branch, a tag, a semver range and a commit, and reports a missing ref as an
+// error (2).
+func TestDiffURLOverHTTP(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "app.git")
+	writeFiles(t, repo, map[string]string{"deploy/a.yaml": configMap("a", "v", "1"), "README.md": "not a manifest\n"})
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "v1")
+	git(t, repo, "tag", "v1.0.0")
+	first := git(t, repo, "rev-parse", "HEAD")
+	writeFiles(t, repo, map[string]string{"deploy/b.yaml": configMap("b", "v", "1")})
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "v2")
+	url := newGitHTTPServer(t, root) + "/app.git"
+
+	one := []string{"+ ConfigMap/" + ns + "/a (create)"}
+	two := []string{"+ ConfigMap/" + ns + "/a (create)", "+ ConfigMap/" + ns + "/b (create)"}
+	for name, tc := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"default branch": {nil, two},
+		"branch":         {[]string{"--branch", "main"}, two},
+		"tag":            {[]string{"--tag", "v1.0.0"}, one},
+		"semver":         {[]string{"--semver", "^1.0"}, one},
+		"commit":         {[]string{"--commit", first}, one},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := gitsyncIn(t, ns, append([]string{"diff", "--url", url, "--path", "deploy"}, tc.args...)...)
+			wantCode(t, r, 1)
+			if diff := cmp.Diff(tc.want, changeLines(r.stdout)); diff != "" {
+				t.Errorf("(-want +got):\n%s\n%s", diff, r)
+			}
+		})
+	}
+
+	wantCode(t, gitsyncIn(t, ns, "apply", "--url", url, "--path", "deploy", "--name", "remote"), 0)
+	wantCode(t, gitsyncIn(t, ns, "diff", "--url", url, "--path", "deploy", "--name", "remote"), 0)
+
+	r := gitsyncIn(t, ns, "diff", "--url", url, "--branch", "nope")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "nope") {
+		t.Errorf("missing branch: error does not name it:\n%s", r)
+	}
+}
+
+// TestRenderErrorNamesFile: an invalid manifest in a kustomize-free
+// directory and in a repository both fail with the file named.
+func TestRenderErrorNamesFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"ok.yaml":          configMap("a", "k", "v"),
+		"sub/invalid.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n",
+	})
+	for _, cmd := range []string{"diff", "apply"} {
+		r := gitsync(t, cmd, dir, "--kubeconfig", env.Kubeconfig)
+		wantCode(t, r, 2)
+		if !strings.Contains(r.stderr, "sub/invalid.yaml") {
+			t.Errorf("%s: error does not name sub/invalid.yaml:\n%s", cmd, r)
+		}
+	}
+}
+
+func TestSourceOptionsComplete(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts    SourceOptions
+		args    []string
+		wantErr string
+	}{
+		"dir":             {args: []string{"./deploy"}},
+		"url":             {opts: SourceOptions{URL: "https://example.com/r", Tag: "v1"}},
+		"neither":         {wantErr: "no source"},
+		"both":            {opts: SourceOptions{URL: "https://example.com/r"}, args: []string{"."}, wantErr: "not both"},
+		"two refs":        {opts: SourceOptions{URL: "https://example.com/r", Tag: "v1", Branch: "main"}, wantErr: "at most one"},
+		"ref without url": {opts: SourceOptions{Commit: "abc"}, args: []string{"."}, wantErr: "need --url"},
+		"two directories": {args: []string{"a", "b"}, wantErr: "at most one directory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.opts.Complete(tc.args)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+			}
+		})
+	}
+}
