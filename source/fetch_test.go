@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -267,7 +271,7 @@ func TestResolveUnchangedHeadCostsNoFetch(t *testing.T) {
 	}
 }
 
-func TestCheckoutStaysInsideWorkDir(t *testing.T) {
+func TestCheckoutWritesSymlinksAsLinks(t *testing.T) {
 	root := t.TempDir()
 	repo := newTestRepo(t, root, "app")
 	outside := t.TempDir()
@@ -393,5 +397,80 @@ func TestFetchRestoresContentFromOlderHistory(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A crafted tree lists "esc" twice: first a symlink to a directory outside,
+// then a directory of the same name holding a file. Writing naively would put
+// the file outside the work dir through the link; Checkout must fail instead.
+func TestCheckoutRejectsEntryThroughSymlink(t *testing.T) {
+	root := t.TempDir()
+	repo := newTestRepo(t, root, "app")
+	outside := t.TempDir()
+	r, err := git.PlainOpen(repo.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.Storer
+	blob := func(content string) plumbing.Hash {
+		o := st.NewEncodedObject()
+		o.SetType(plumbing.BlobObject)
+		w, _ := o.Writer()
+		w.Write([]byte(content))
+		w.Close()
+		h, err := st.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	tree := func(entries ...object.TreeEntry) plumbing.Hash {
+		o := st.NewEncodedObject()
+		if err := (&object.Tree{Entries: entries}).Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		h, err := st.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	inner := tree(object.TreeEntry{Name: "pwned.yaml", Mode: filemode.Regular, Hash: blob("x: 1\n")})
+	top := tree(
+		object.TreeEntry{Name: "esc", Mode: filemode.Symlink, Hash: blob(outside)},
+		object.TreeEntry{Name: "esc", Mode: filemode.Dir, Hash: inner},
+	)
+	sig := object.Signature{Name: "t", Email: "t@example.com"}
+	co := st.NewEncodedObject()
+	if err := (&object.Commit{Author: sig, Committer: sig, Message: "evil", TreeHash: top}).Encode(co); err != nil {
+		t.Fatal(err)
+	}
+	commit, err := st.SetEncodedObject(co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetReference(plumbing.NewHashReference("refs/heads/evil", commit)); err != nil {
+		t.Fatal(err)
+	}
+
+	f := newTestFetcher(t)
+	src := Source{URL: repo.dir, Ref: Ref{Branch: "evil"}}
+	rev, err := f.Resolve(t.Context(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := f.Checkout(t.Context(), src, rev)
+	if err == nil {
+		os.RemoveAll(dir)
+		t.Error("Checkout of a tree that writes through a symlink succeeded")
+	} else if !strings.Contains(err.Error(), "checkout: commit") || !strings.Contains(err.Error(), "esc") {
+		t.Errorf("Checkout failed for another reason: %v", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("Checkout wrote %d entries outside its directory", len(entries))
+	}
+	work, _ := os.ReadDir(filepath.Join(f.opts.Dir, "work"))
+	if len(work) != 0 {
+		t.Errorf("failed Checkout left %d work dirs behind", len(work))
 	}
 }
