@@ -44,6 +44,20 @@ spec:
         image: busybox
 `
 
+// generatedDeployment is shaped like `kubectl create deployment -o yaml`
+// output: null timestamps and empty resources.
+const generatedDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gen, namespace: NS, creationTimestamp: null}
+spec:
+  selector: {matchLabels: {app: gen}}
+  template:
+    metadata: {creationTimestamp: null, labels: {app: gen}}
+    spec:
+      containers: [{name: c, image: busybox, resources: {}}]
+`
+
 const service = `
 apiVersion: v1
 kind: Service
@@ -91,10 +105,11 @@ func TestDiffFastPathInSync(t *testing.T) {
 		{"deployment", deployment},
 		{"service", service},
 		{"secret with stringData and data", secret},
+		{"kubectl-generated deployment with null timestamps", generatedDeployment},
 		{"empty data and finalizer set", `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: empty, namespace: NS, creationTimestamp: null}
+metadata: {name: empty, namespace: NS, creationTimestamp: null, finalizers: [example.com/keep]}
 data: {}
 `},
 	}

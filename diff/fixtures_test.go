@@ -19,6 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata fixtures captured from
 var fastPathFixtures = []struct{ name, manifest string }{
 	{"configmap", configMap},
 	{"deployment", deployment},
+	{"deployment-generated", generatedDeployment},
 	{"service", service},
 	{"secret", secret},
 }

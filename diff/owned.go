@@ -17,8 +17,9 @@ import (
 //   - lists keep desired's order and item set.
 //
 // Anything it cannot be sure about (normalised quantities, int-or-string,
-// defaulted keys it does not know, nulls, versions that differ) yields false,
-// and the caller asks the server.
+// defaulted keys it does not know, an empty map the server filled with
+// defaults, versions that differ) yields false, and the caller asks the
+// server.
 func ownedInSync(desired, live *unstructured.Unstructured, manager string) bool {
 	d, l := desired.Object, live.Object
 	apiVersion, _ := d["apiVersion"].(string)
@@ -81,11 +82,6 @@ func ownedFieldsV1(obj map[string]any, manager, apiVersion string) (map[string]a
 	return nil, false
 }
 
-// strippedMeta are metadata fields the server never records in managedFields;
-// desired may carry name and namespace (compared by value) and a null
-// creationTimestamp (as kubectl-generated YAML does).
-var strippedMeta = map[string]bool{"name": true, "namespace": true, "creationTimestamp": true}
-
 // walker compares desired values with live ones under a FieldsV1 node.
 type walker struct {
 	// keyDefaults are values the server defaults for list-map key fields
@@ -93,6 +89,10 @@ type walker struct {
 	keyDefaults map[string]any
 }
 
+// metadata compares the object's metadata. The server never records name,
+// namespace and creationTimestamp in managedFields: desired's name and
+// namespace are compared by value, and a null creationTimestamp (as in
+// kubectl-generated YAML) is ignored.
 func (w walker) metadata(dm map[string]any, live any, fields map[string]any) bool {
 	lm, _ := live.(map[string]any)
 	node, _ := fields["f:metadata"].(map[string]any)
@@ -129,7 +129,8 @@ func (w walker) field(name string, dv, lv any, present bool, node map[string]any
 	granular := hasChildren(child)
 	switch dv := dv.(type) {
 	case nil:
-		return false
+		// Applying null owns the field and keeps it unset.
+		return !granular && (!present || lv == nil)
 	case map[string]any:
 		if !granular {
 			return sameOrEmpty(dv, len(dv), lv, present)
