@@ -7,4 +7,17 @@
 // (object, desired digest, live resourceVersion). Diff never writes. Secret
 // data is masked as *** in every output, including annotations and
 // managedFields.
+//
+// In sync means a server-side apply of the desired object would write
+// nothing: every value is already there and gitsync's field set would not
+// change. So a field removed from Git that gitsync owns is drift, and so is a
+// field another manager (kubectl edit) took over, even when Git now agrees
+// with its value: gitsync takes it back.
+//
+// The local decision reads the FieldsV1 of gitsync's Apply entry in the live
+// managedFields, so caches feeding Diff must keep managedFields, and live must
+// be read in desired's apiVersion. It only ever answers in-sync, and only when
+// certain; anything else (a value the server normalises, a defaulted list key
+// it does not know, an empty map the server filled) goes to the dry-run,
+// which is the authority and the only source of Drifted.
 package diff

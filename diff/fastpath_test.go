@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -224,5 +225,25 @@ func BenchmarkDiffInSync(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDiffDryRun is the price the fast path avoids: a Diff decided by a
+// server-side dry-run against the test apiserver (memo off).
+func BenchmarkDiffDryRun(b *testing.B) {
+	ns := env.Namespace(b)
+	c, _ := countingClient(b)
+	d, err := diff.New(c, diff.Options{FieldManager: "gitsync"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	desired := object(b, strings.Replace(deployment, "cpu: 500m", `cpu: "0.5"`, 1), ns)
+	live := applyAs(b, desired, "gitsync")
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := d.Diff(context.Background(), desired, live)
+		if err != nil || res.Verdict != diff.InSync || !res.DryRun {
+			b.Fatalf("Diff = %+v, %v; want in-sync by dry-run", res, err)
+		}
 	}
 }

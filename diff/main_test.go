@@ -35,7 +35,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // countingClient returns a client whose requests are counted.
-func countingClient(t *testing.T) (client.Client, *countingTransport) {
+func countingClient(t testing.TB) (client.Client, *countingTransport) {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	ct := &countingTransport{}
@@ -52,7 +52,7 @@ func countingClient(t *testing.T) (client.Client, *countingTransport) {
 
 // object parses a YAML manifest, replacing NS with ns, as the renderer
 // does (numbers as int64).
-func object(t *testing.T, manifest, ns string) *unstructured.Unstructured {
+func object(t testing.TB, manifest, ns string) *unstructured.Unstructured {
 	t.Helper()
 	js, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(manifest, "NS", ns)))
 	if err != nil {
@@ -66,7 +66,7 @@ func object(t *testing.T, manifest, ns string) *unstructured.Unstructured {
 }
 
 // applyAs server-side applies obj as manager and returns the live object.
-func applyAs(t *testing.T, obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+func applyAs(t testing.TB, obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
 	t.Helper()
 	cp := obj.DeepCopy()
 	err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(cp),
@@ -78,7 +78,7 @@ func applyAs(t *testing.T, obj *unstructured.Unstructured, manager string) *unst
 }
 
 // get reads the live object from the apiserver.
-func get(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+func get(t testing.TB, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
