@@ -6,7 +6,8 @@
 // only when the cache cannot decide, and its in-sync verdict is memoised per
 // (object, desired digest, live resourceVersion). Diff never writes. Secret
 // data is masked as *** in every output, including annotations and
-// managedFields.
+// managedFields (which name Secret keys but never hold their values; text
+// diffs leave them out).
 //
 // In sync means a server-side apply of the desired object would write
 // nothing: every value is already there and gitsync's field set would not

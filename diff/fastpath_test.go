@@ -247,3 +247,29 @@ func BenchmarkDiffDryRun(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDiffMemoised is a Diff answered by the memo of an earlier dry-run.
+func BenchmarkDiffMemoised(b *testing.B) {
+	ns := env.Namespace(b)
+	c, ct := countingClient(b)
+	d, err := diff.New(c, diff.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	desired := object(b, strings.Replace(deployment, "cpu: 500m", `cpu: "0.5"`, 1), ns)
+	live := applyAs(b, desired, "gitsync")
+	if _, err := d.Diff(context.Background(), desired, live); err != nil {
+		b.Fatal(err)
+	}
+	before := ct.n.Load()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := d.Diff(context.Background(), desired, live)
+		if err != nil || !res.Memoised {
+			b.Fatalf("Diff = %+v, %v; want memoised", res, err)
+		}
+	}
+	if n := ct.n.Load() - before; n != 0 {
+		b.Fatalf("memoised Diffs made %d requests", n)
+	}
+}
