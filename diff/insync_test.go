@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,56 @@ func installCRDs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CRD %s not established: %v", obj.GetName(), err)
 		}
+	}
+}
+
+func TestDiffCustomResourceChanges(t *testing.T) {
+	installCRDs(t)
+	widget := afterApply[0].manifest
+	tests := []struct{ name, from, to string }{
+		{"set element removed", "tags: [b, a]", "tags: [b]"},
+		{"atomic list item changed", `args: [x, x, "y"]`, `args: [x, "y"]`},
+		{"list-map item with a defaulted key changed", "{name: http, port: 80}", "{name: http, port: 81}"},
+		{"list-map key default made explicit as another value", "{name: http, port: 80}", "{name: http, protocol: UDP, port: 80}"},
+		{"int-or-string changed type and value", `size: "0.5"`, "size: 1"},
+		{"preserved unknown field changed", "deep: [1, 2.5", "deep: [1, 2.25"},
+		{"empty map filled", "empty: {}", "empty: {k: v}"},
+		{"defaulted field set to another value", "ratio: 1.5", "ratio: 1.5\n  replicas: 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			live := applyAs(t, object(t, widget, ns), "gitsync")
+			if !strings.Contains(widget, tt.from) {
+				t.Fatalf("fixture lacks %q", tt.from)
+			}
+			desired := object(t, strings.Replace(widget, tt.from, tt.to, 1), ns)
+			d, ct := differ(t, diff.Options{FieldManager: "gitsync", Text: true})
+
+			res, _ := diffCounted(t, d, ct, desired, live)
+			if res.Verdict != diff.Drifted || res.Text == "" {
+				t.Errorf("Diff = %s, text %q; want drifted with a diff", res.Verdict, res.Text)
+			}
+		})
+	}
+}
+
+func TestDiffDryRunRejected(t *testing.T) {
+	ns := env.Namespace(t)
+	live := applyAs(t, object(t, configMap, ns), "gitsync")
+	invalid := object(t, strings.Replace(configMap, `a: "1"`, "a: 1", 1), ns)
+	d, ct := differ(t, diff.DefaultOptions())
+	before := ct.n.Load()
+
+	_, err := d.Diff(context.Background(), invalid, live)
+	var dre *diff.DryRunError
+	if !errors.As(err, &dre) || dre.ID.Name != "cm" {
+		t.Fatalf("Diff error = %v, want a DryRunError for the ConfigMap", err)
+	}
+	if want := "ConfigMap/" + ns + "/cm dry-run failed: "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q does not start with %q", err, want)
+	}
+	if ct.n.Load() == before {
+		t.Error("no dry-run request was made")
 	}
 }
