@@ -37,6 +37,9 @@ func TestDiffExitCodes(t *testing.T) {
 	if diff := cmp.Diff([]string{"~ ConfigMap/" + ns + "/app (configure)"}, changeLines(r.stdout)); diff != "" {
 		t.Errorf("drifted object: change lines (-want +got):\n%s\n%s", diff, r)
 	}
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Errorf("colour codes written to a pipe:\n%q", r.stdout)
+	}
 	for _, want := range []string{`-  color: blue`, `+  color: green`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("unified diff lacks %q:\n%s", want, r)

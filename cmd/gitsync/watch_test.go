@@ -23,12 +23,14 @@ func TestDebounce(t *testing.T) {
 	out := make(chan struct{}, 1)
 	go debounce(ctx, fc, quiet, in, out)
 
+	// expectNone gives debounce a moment of real time to (wrongly) fire:
+	// a negative check cannot wait for an event that must not come.
 	expectNone := func(when string) {
 		t.Helper()
 		select {
 		case <-out:
 			t.Fatalf("%s: fired too early", when)
-		default:
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	expectOne := func(when string) {
