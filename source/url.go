@@ -20,9 +20,10 @@ func RedactURL(raw string) string {
 	return userinfoPattern.ReplaceAllString(raw, "${1}***@")
 }
 
-// userinfoPattern matches "scheme://anything-without-slash@" inside free text,
-// such as an error message that quotes a URL.
-var userinfoPattern = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@`)
+// userinfoPattern matches "://anything-without-slash@" inside free text, such
+// as an error message that quotes a URL. It does not insist on a valid scheme
+// before "://": a malformed URL must not keep its password.
+var userinfoPattern = regexp.MustCompile(`(://)[^/\s@]+@`)
 
 // RedactText masks credentials of every URL that appears inside s; used on
 // error messages from libraries that quote the URL they were given.
