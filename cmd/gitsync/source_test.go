@@ -123,3 +123,23 @@ func TestSourceOptionsComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffKustomizeOverlayInWorkTree: a local overlay whose base lies
+// elsewhere in the same Git work tree renders, because the work tree's top is
+// the confinement root, as it is for the agent.
+func TestDiffKustomizeOverlayInWorkTree(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "main")
+	writeFiles(t, repo, map[string]string{
+		"base/kustomization.yaml":          "resources:\n- app.yaml\n",
+		"base/app.yaml":                    configMap("app", "env", "base"),
+		"overlays/prod/kustomization.yaml": "resources:\n- ../../base\nnamePrefix: prod-\n",
+	})
+	r := gitsyncIn(t, ns, "diff", filepath.Join(repo, "overlays", "prod"))
+	wantCode(t, r, 1)
+	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/prod-app (create)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, r)
+	}
+}
