@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -104,6 +105,9 @@ func permanentAPIError(err error) bool {
 func classifyPrune(err error) error {
 	var re *inventory.RefusedError
 	if errors.As(err, &re) {
+		if errors.Is(err, inventory.ErrPruneLimit) {
+			err = fmt.Errorf("%w; if the removal is intended, annotate the GitSync %s=1 for this sync", err, inventory.PruneMaxShareAnnotation)
+		}
 		return stalled(v1.ReasonPruneFailed, err)
 	}
 	return retry(v1.ReasonPruneFailed, err)

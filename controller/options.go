@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source"
 )
 
@@ -33,9 +34,11 @@ type Options struct {
 	// arbitrary programs inside the agent.
 	AllowExecPlugins bool
 	// PruneMaxShare is the largest share of an inventory one sync may prune
-	// (inventory.PruneOptions.MaxShare); 0 turns the limit off. Off by
-	// default: replacing a file in a small repository legitimately prunes
-	// most of it, and empty renders are refused separately.
+	// (inventory.PruneOptions.MaxShare); 0 turns the limit off. It stops a
+	// render that silently lost most of a large app from deleting it; the
+	// limit counts only above inventory's MaxShareMinStale stale objects, so
+	// small repositories replacing files are not refused. A GitSync can
+	// override it with the gitsync.dev/prune-max-share annotation.
 	PruneMaxShare float64
 	// MinBackoff is the first retry delay after a transient failure; it
 	// doubles per failure up to spec.retryInterval.
@@ -55,6 +58,7 @@ func DefaultOptions() Options {
 		DefaultTimeout:          5 * time.Minute,
 		FinalizeTimeout:         10 * time.Minute,
 		MinBackoff:              time.Second,
+		PruneMaxShare:           inventory.DefaultPruneOptions().MaxShare,
 		Jitter:                  0.1,
 	}
 }

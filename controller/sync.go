@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -149,7 +151,11 @@ func (r *GitSyncReconciler) prune(ctx context.Context, gs *v1.GitSync, tgt *targ
 	}
 	opts := inventory.DefaultPruneOptions()
 	opts.Name, opts.Namespace = gs.Name, gs.Namespace
-	opts.SyncSucceeded, opts.AllowEmpty, opts.MaxShare = true, gs.Spec.AllowEmpty, r.opts.PruneMaxShare
+	maxShare, err := pruneMaxShare(gs, r.opts.PruneMaxShare)
+	if err != nil {
+		return old.Union(applied), nil, err
+	}
+	opts.SyncSucceeded, opts.AllowEmpty, opts.MaxShare = true, gs.Spec.AllowEmpty, maxShare
 	plan, err := inventory.Plan(ctx, tgt.direct, old, applied, opts)
 	if err != nil {
 		keep := old.Union(applied)
@@ -168,4 +174,18 @@ func (r *GitSyncReconciler) prune(ctx context.Context, gs *v1.GitSync, tgt *targ
 		return res.Remaining, res, classifyPrune(err)
 	}
 	return res.Remaining, res, nil
+}
+
+// pruneMaxShare is the prune share limit for gs: its
+// gitsync.dev/prune-max-share annotation when set, else the agent's default.
+func pruneMaxShare(gs *v1.GitSync, def float64) (float64, error) {
+	raw, ok := gs.Annotations[inventory.PruneMaxShareAnnotation]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil || v < 0 || v > 1 {
+		return 0, stalled(v1.ReasonInvalidSpec, fmt.Errorf("annotation %s=%q must be a number between 0 and 1", inventory.PruneMaxShareAnnotation, raw))
+	}
+	return v, nil
 }

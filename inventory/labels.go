@@ -15,6 +15,10 @@ const (
 	// InventoryLabel marks a ConfigMap as the inventory of the CLI sync named
 	// by its value.
 	InventoryLabel = "gitsync.dev/inventory"
+	// PruneMaxShareAnnotation on a GitSync overrides the agent's prune share
+	// limit for that sync: a number in [0, 1], "1" or "0" letting one large
+	// intentional removal through.
+	PruneMaxShareAnnotation = "gitsync.dev/prune-max-share"
 	// Finalizer guards a GitSync until its inventory was pruned or orphaned.
 	Finalizer = "gitsync.dev/finalizer"
 	// FieldManager is the server-side apply field manager gitsync writes as.

@@ -27,6 +27,11 @@ type PruneOptions struct {
 	// is deleted. It catches renders that silently lost most objects. 0
 	// turns the limit off.
 	MaxShare float64
+	// MaxShareMinStale is how many stale objects may always be pruned
+	// whatever MaxShare says: a small repository legitimately replaces most
+	// of its few objects, while the limit exists for renders that silently
+	// lost much of a large set.
+	MaxShareMinStale int
 
 	// AllowNamespaces lets stale Namespaces be deleted; deleting one deletes
 	// everything in it, so it is off by default. Even when allowed, a
@@ -59,10 +64,12 @@ type PruneOptions struct {
 
 // DefaultPruneOptions returns the safe defaults: refuse unless told the sync
 // succeeded, no empty renders, at most half the inventory at once, keep
-// Namespaces and CRDs, wait one minute per stage.
+// Namespaces and CRDs, wait one minute per stage. The share limit starts
+// counting above ten stale objects.
 func DefaultPruneOptions() PruneOptions {
 	return PruneOptions{
-		MaxShare:    0.5,
+		MaxShare:         0.5,
+		MaxShareMinStale: 10,
 		Timeout:     time.Minute,
 		Concurrency: 8,
 	}

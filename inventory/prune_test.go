@@ -141,7 +141,7 @@ func TestPruneLimit(t *testing.T) {
 		all = append(all, ours(t, ns, name))
 	}
 	opts := testOptions(t, ns)
-	opts.MaxShare = 0.5
+	opts.MaxShare, opts.MaxShareMinStale = 0.5, 0
 
 	_, err := Plan(context.Background(), c, New(all...), New(all[0]), opts)
 	var refused *RefusedError

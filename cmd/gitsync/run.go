@@ -67,6 +67,7 @@ type RunOptions struct {
 	// AllowKubeconfigExec lets spec.kubeConfig kubeconfigs run exec
 	// credential plugins inside the agent.
 	AllowKubeconfigExec bool
+	PruneMaxShare       float64
 	// LogFormat is json, console, or auto (console on a terminal, else JSON).
 	LogFormat string
 	// Verbose raises the log level to debug.
@@ -109,6 +110,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.StringVar(&o.WebhookAddr, "webhook-addr", ":9292", `Address of the Git webhook receiver ("" disables it).`)
 	fs.BoolVar(&o.InstallCRDs, "install-crds", false, "Apply the GitSync CustomResourceDefinition before starting.")
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "Directory for Git object stores and checkouts (default: a gitsync directory in the user cache dir).")
+	fs.Float64Var(&o.PruneMaxShare, "prune-max-share", controller.DefaultOptions().PruneMaxShare, "Refuse to prune more than this share (0..1] of a GitSync's objects at once, counted above ten objects; 0 disables. A GitSync's gitsync.dev/prune-max-share annotation overrides it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.StringVar(&o.LogFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "Log at debug level.")
@@ -253,6 +255,7 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, metrics
 	opts.MaxConcurrentReconciles = o.Concurrent
 	opts.AllowExecPlugins = o.AllowKubeconfigExec
+	opts.PruneMaxShare = o.PruneMaxShare
 	return controller.New(mgr, opts)
 }
 
