@@ -169,6 +169,22 @@ spec:
 		t.Errorf("second Diff = %+v with %d requests, want memoised in-sync without requests", res, requests)
 	}
 
+	// A status-only change, as a kubelet or controller makes all the time,
+	// keeps the memo: the verdict does not depend on it.
+	status := object(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: NS}, status: {message: "scheduled soon"}}`, ns)
+	if err := env.Client.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(status),
+		client.FieldOwner("kubelet"), client.ForceOwnership); err != nil {
+		t.Fatalf("status apply: %v", err)
+	}
+	withStatus := get(t, desired)
+	if withStatus.GetResourceVersion() == live.GetResourceVersion() {
+		t.Fatal("test bug: the status change did not change the resourceVersion")
+	}
+	res, requests = diffCounted(t, d, ct, desired, withStatus)
+	if res.Verdict != diff.InSync || !res.Memoised || requests != 0 {
+		t.Errorf("Diff after a status-only change = %+v with %d requests, want memoised in-sync without requests", res, requests)
+	}
+
 	// A new live version is judged again.
 	label := object(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: NS, labels: {x: "y"}}}`, ns)
 	live = applyAs(t, label, "someone-else")

@@ -11,14 +11,14 @@ import (
 )
 
 // memoKey is what an in-sync verdict depends on besides the object's identity:
-// the desired content and the live version it was compared with.
+// the desired content and the live content it was compared with.
 type memoKey struct {
-	digest          [sha256.Size]byte
-	resourceVersion string
+	digest [sha256.Size]byte
+	live   [sha256.Size]byte
 }
 
-// memo remembers, per object, the last (desired digest, live resourceVersion)
-// a dry-run found in sync. One entry per object keeps it bounded by the
+// memo remembers, per object, the last (desired digest, live digest) a
+// dry-run found in sync. One entry per object keeps it bounded by the
 // number of objects; past size, an arbitrary entry is evicted.
 type memo struct {
 	mu      sync.Mutex
@@ -31,7 +31,7 @@ func newMemo(size int) *memo {
 }
 
 func (m *memo) has(id inventory.ObjectID, key memoKey) bool {
-	if m.size <= 0 || key.resourceVersion == "" {
+	if m.size <= 0 {
 		return false
 	}
 	m.mu.Lock()
@@ -41,7 +41,7 @@ func (m *memo) has(id inventory.ObjectID, key memoKey) bool {
 }
 
 func (m *memo) put(id inventory.ObjectID, key memoKey) {
-	if m.size <= 0 || key.resourceVersion == "" {
+	if m.size <= 0 {
 		return
 	}
 	m.mu.Lock()
@@ -55,13 +55,60 @@ func (m *memo) put(id inventory.ObjectID, key memoKey) {
 	m.entries[id] = key
 }
 
-// keyOf returns the memo key for desired against live; ok is false when the
-// desired object cannot be hashed (it then is never memoised). encoding/json
-// sorts map keys, so equal objects hash equally.
+// keyOf returns the memo key for desired against live; ok is false when
+// either cannot be hashed (it then is never memoised). encoding/json sorts
+// map keys, so equal objects hash equally.
+//
+// The live digest leaves out what changes without changing the verdict: the
+// resourceVersion, managedFields timestamps and status-subresource entries,
+// and, when desired carries no status, the live status. So a Deployment
+// whose status the controllers keep updating stays memoised, and a converged
+// agent does not repeat its dry-runs on every pass.
 func keyOf(desired, live *unstructured.Unstructured) (key memoKey, ok bool) {
 	b, err := json.Marshal(desired.Object)
 	if err != nil {
 		return memoKey{}, false
 	}
-	return memoKey{digest: sha256.Sum256(b), resourceVersion: live.GetResourceVersion()}, true
+	l, err := json.Marshal(memoView(live, hasStatus(desired)))
+	if err != nil {
+		return memoKey{}, false
+	}
+	return memoKey{digest: sha256.Sum256(b), live: sha256.Sum256(l)}, true
+}
+
+func hasStatus(obj *unstructured.Unstructured) bool {
+	_, ok := obj.Object["status"]
+	return ok
+}
+
+// memoView is a shallow copy of live without the parts keyOf ignores.
+func memoView(live *unstructured.Unstructured, keepStatus bool) map[string]any {
+	view := make(map[string]any, len(live.Object))
+	for k, v := range live.Object {
+		if k == "status" && !keepStatus {
+			continue
+		}
+		view[k] = v
+	}
+	meta, ok := live.Object["metadata"].(map[string]any)
+	if !ok {
+		return view
+	}
+	m := make(map[string]any, len(meta))
+	for k, v := range meta {
+		if k != "resourceVersion" && k != "managedFields" {
+			m[k] = v
+		}
+	}
+	var fields []any
+	for _, f := range live.GetManagedFields() {
+		if f.Subresource == "status" && !keepStatus {
+			continue
+		}
+		f.Time = nil
+		fields = append(fields, f)
+	}
+	m["managedFields"] = fields
+	view["metadata"] = m
+	return view
 }
