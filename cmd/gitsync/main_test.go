@@ -56,12 +56,19 @@ func (r result) String() string {
 // status; it fails the test only if the binary could not be run at all.
 func gitsync(t testing.TB, args ...string) result {
 	t.Helper()
+	return gitsyncEnv(t, nil, args...)
+}
+
+// gitsyncEnv is gitsync with extra environment variables ("KEY=value").
+func gitsyncEnv(t testing.TB, extraEnv []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent") // only --kubeconfig reaches a cluster
+	cmd.Env = append(cmd.Env, extraEnv...)
 	err := cmd.Run()
 	res := result{stdout: stdout.String(), stderr: stderr.String()}
 	if ee, ok := err.(*exec.ExitError); ok {

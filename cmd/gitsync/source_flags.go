@@ -30,7 +30,19 @@ type SourceOptions struct {
 	Branch, Tag, Semver, Commit string
 	// Path is the directory inside the repository (or inside Dir) to render.
 	Path string
+	// SSHKeyFile, KnownHostsFile and CAFile are credentials of URL that are
+	// files; secrets that are strings come from the environment only (see
+	// gitEnv*), so they stay out of shell history and process listings.
+	SSHKeyFile, KnownHostsFile, CAFile string
 }
+
+// Environment variables holding Git credentials for --url.
+const (
+	gitEnvUsername      = "GITSYNC_GIT_USERNAME"
+	gitEnvPassword      = "GITSYNC_GIT_PASSWORD"
+	gitEnvToken         = "GITSYNC_GIT_TOKEN"
+	gitEnvSSHPassphrase = "GITSYNC_SSH_PASSPHRASE"
+)
 
 // AddFlags registers --url, the ref flags and --path.
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
@@ -40,6 +52,51 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Semver, "semver", "", "Semver range; reads the highest tag of --url that satisfies it, e.g. \"~1.4\".")
 	fs.StringVar(&o.Commit, "commit", "", "Full 40-hex commit of --url to read.")
 	fs.StringVar(&o.Path, "path", "", "Directory inside the repository (or the local directory) to render; plain YAML or kustomize.")
+	fs.StringVar(&o.SSHKeyFile, "ssh-key", "", "Private key file for ssh:// and git@host: URLs (passphrase from $"+gitEnvSSHPassphrase+").")
+	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
+	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
+}
+
+// auth reads the credentials for URL: HTTPS basic auth or a token from
+// $GITSYNC_GIT_USERNAME/$GITSYNC_GIT_PASSWORD or $GITSYNC_GIT_TOKEN, and the
+// files named by the flags. It returns nil when there are none.
+func (o *SourceOptions) auth() (*source.Auth, error) {
+	a := &source.Auth{
+		Username:      os.Getenv(gitEnvUsername),
+		Password:      os.Getenv(gitEnvPassword),
+		BearerToken:   os.Getenv(gitEnvToken),
+		SSHPassphrase: []byte(os.Getenv(gitEnvSSHPassphrase)),
+	}
+	read := func(flag, path string, into *[]byte) error {
+		if path == "" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", flag, err)
+		}
+		*into = b
+		return nil
+	}
+	knownHosts := o.KnownHostsFile
+	if knownHosts == "" && o.SSHKeyFile != "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			if _, err := os.Stat(filepath.Join(home, ".ssh", "known_hosts")); err == nil {
+				knownHosts = filepath.Join(home, ".ssh", "known_hosts")
+			}
+		}
+	}
+	if err := errors.Join(
+		read("ssh-key", o.SSHKeyFile, &a.SSHPrivateKey),
+		read("known-hosts", knownHosts, &a.KnownHosts),
+		read("ca-file", o.CAFile, &a.CAData),
+	); err != nil {
+		return nil, err
+	}
+	if a.Username == "" && a.Password == "" && a.BearerToken == "" && len(a.SSHPrivateKey) == 0 && len(a.CAData) == 0 {
+		return nil, nil
+	}
+	return a, nil
 }
 
 // Complete takes the local directory from args and checks that exactly one
@@ -66,6 +123,8 @@ func (o *SourceOptions) Complete(args []string) error {
 		return errors.New("--branch, --tag, --semver and --commit need --url; a directory is read as it is on disk")
 	case refs > 1:
 		return errors.New("give at most one of --branch, --tag, --semver and --commit")
+	case o.URL == "" && (o.SSHKeyFile != "" || o.KnownHostsFile != "" || o.CAFile != ""):
+		return errors.New("--ssh-key, --known-hosts and --ca-file need --url")
 	}
 	return nil
 }
@@ -143,6 +202,11 @@ func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 	if err := src.Validate(); err != nil {
 		return nil, err
 	}
+	auth, err := o.auth()
+	if err != nil {
+		return nil, err
+	}
+	src.Auth = auth
 	tmp, err := os.MkdirTemp("", "gitsync-cli-")
 	if err != nil {
 		return nil, err

@@ -13,8 +13,9 @@ import (
 )
 
 // newGitHTTPServer serves the repositories under root with git http-backend
-// on a loopback port and returns its base URL.
-func newGitHTTPServer(t *testing.T, root string) string {
+// on a loopback port and returns its base URL. With a user it requires
+// basic auth.
+func newGitHTTPServer(t *testing.T, root string, userPass ...string) string {
 	t.Helper()
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
@@ -25,7 +26,16 @@ func newGitHTTPServer(t *testing.T, root string) string {
 		Args: []string{"http-backend"},
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
 	}
-	srv := httptest.NewServer(http.Handler(backend))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(userPass) == 2 {
+			if u, p, ok := r.BasicAuth(); !ok || u != userPass[0] || p != userPass[1] {
+				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		backend.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -141,5 +151,40 @@ func TestDiffKustomizeOverlayInWorkTree(t *testing.T) {
 	wantCode(t, r, 1)
 	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/prod-app (create)"}, changeLines(r.stdout)); diff != "" {
 		t.Errorf("(-want +got):\n%s\n%s", diff, r)
+	}
+}
+
+// TestDiffURLWithCredentials: HTTPS-style basic auth comes from the
+// environment, and the password appears in no output.
+func TestDiffURLWithCredentials(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "private.git")
+	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a")
+	const password = "pa55-w0rd-never-printed"
+	url := newGitHTTPServer(t, root, "alice", password) + "/private.git"
+
+	r := gitsyncIn(t, ns, "diff", "--url", url)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "authentication") {
+		t.Errorf("without credentials: want an authentication error:\n%s", r)
+	}
+
+	r = gitsyncEnv(t, []string{gitEnvUsername + "=alice", gitEnvPassword + "=" + password},
+		"diff", "--url", url, "--kubeconfig", env.Kubeconfig, "-n", ns)
+	wantCode(t, r, 1)
+	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/a (create)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("with credentials (-want +got):\n%s\n%s", diff, r)
+	}
+
+	r = gitsyncEnv(t, []string{gitEnvUsername + "=alice", gitEnvPassword + "=wrong-" + password},
+		"diff", "--url", url, "--kubeconfig", env.Kubeconfig, "-n", ns)
+	wantCode(t, r, 2)
+	if strings.Contains(r.stdout+r.stderr, password) {
+		t.Errorf("output leaks the password:\n%s", r)
 	}
 }
