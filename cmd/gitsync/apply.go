@@ -57,6 +57,9 @@ objects of that inventory that left the source are deleted, but only after
 every object applied successfully, only if they still carry the owner labels
 and the recorded UID, and never more than --prune-max-share of them at once.
 
+Credentials for --url come from $GITSYNC_GIT_USERNAME and $GITSYNC_GIT_PASSWORD
+(or $GITSYNC_GIT_TOKEN) and the --ssh-key, --known-hosts and --ca-file files.
+
 Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 2 the source or flags are invalid or the cluster cannot be reached.`,
 		Example: `  # Apply ./deploy to the namespace of the current context
@@ -128,8 +131,8 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	bar.Done()
 	p := newPrinter(o.Out)
 	printChangeSet(p, cs)
-	if err != nil {
-		return withExitCode(exitFailure, err)
+	if err != nil { // the whole run stopped: apiserver unreachable, or interrupted
+		return withExitCode(exitError, err)
 	}
 	var errs []error
 	if err := applyErr(cs); err != nil {

@@ -54,6 +54,9 @@ A local directory is read as it is on disk, uncommitted files included. With
 --url the repository is fetched at --branch (default "main"), --tag, --semver
 or --commit.
 
+Credentials for --url come from $GITSYNC_GIT_USERNAME and $GITSYNC_GIT_PASSWORD
+(or $GITSYNC_GIT_TOKEN) and the --ssh-key, --known-hosts and --ca-file files.
+
 Exit status: 0 in sync, 1 differences found, 2 error.`,
 		Example: `  # Compare ./deploy, as it is on disk, with the cluster
   gitsync diff ./deploy
