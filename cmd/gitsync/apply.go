@@ -341,7 +341,7 @@ type PruneFlags struct {
 // AddFlags registers the prune rails.
 func (f *PruneFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.AllowEmpty, "allow-empty", false, "Let a source with no objects prune every object of the inventory.")
-	fs.Float64Var(&f.MaxShare, "prune-max-share", inventory.DefaultPruneOptions().MaxShare, "Refuse to prune more than this share (0..1] of the inventory at once; 0 disables the limit.")
+	fs.Float64Var(&f.MaxShare, "prune-max-share", inventory.DefaultPruneOptions().MaxShare, "Refuse to prune more than this share (0..1] of the inventory at once (checked above ten stale objects); 0 disables the limit.")
 	fs.BoolVar(&f.AllowNamespaces, "prune-namespaces", false, "Allow pruning Namespaces that hold nothing but pruned objects.")
 	fs.BoolVar(&f.AllowCRDs, "prune-crds", false, "Allow pruning CustomResourceDefinitions that have no other custom resources.")
 }

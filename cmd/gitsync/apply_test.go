@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,12 +81,17 @@ func TestPruneSafetyRails(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"a.yaml": configMap("a", "k", "v"), "b.yaml": configMap("b", "k", "v"), "c.yaml": configMap("c", "k", "v"),
-	})
+	all := map[string]string{"keep.yaml": configMap("keep", "k", "v")}
+	gone := map[string]string{}
+	for i := range 11 { // the share limit counts above ten stale objects
+		name := fmt.Sprintf("old-%02d", i)
+		all[name+".yaml"] = configMap(name, "k", "v")
+		gone[name+".yaml"] = ""
+	}
+	writeFiles(t, dir, all)
 	wantCode(t, gitsyncIn(t, ns, "apply", dir, "--name", "rails"), 0)
 
-	writeFiles(t, dir, map[string]string{"b.yaml": "", "c.yaml": ""}) // 2 of 3: over the 50% default
+	writeFiles(t, dir, gone) // 11 of 12: over the 50% default
 	r := gitsyncIn(t, ns, "diff", dir, "--name", "rails")
 	wantCode(t, r, 0)
 	if !strings.Contains(r.stderr, "prune limit exceeded") {
@@ -93,7 +99,7 @@ func TestPruneSafetyRails(t *testing.T) {
 	}
 	r = gitsyncIn(t, ns, "apply", dir, "--name", "rails", "--prune")
 	wantCode(t, r, 1)
-	if !strings.Contains(r.stderr, "prune limit exceeded") || !exists(t, ns, "b") || !exists(t, ns, "c") {
+	if !strings.Contains(r.stderr, "prune limit exceeded") || !exists(t, ns, "old-00") {
 		t.Fatalf("apply --prune over the limit:\n%s", r)
 	}
 
@@ -101,25 +107,25 @@ func TestPruneSafetyRails(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"bad.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n  - port: 700000\n"})
 	r = gitsyncIn(t, ns, "apply", dir, "--name", "rails", "--prune", "--prune-max-share", "0")
 	wantCode(t, r, 1)
-	if !strings.Contains(r.stdout, "Service/"+ns+"/bad failed") || !exists(t, ns, "b") {
+	if !strings.Contains(r.stdout, "Service/"+ns+"/bad failed") || !exists(t, ns, "old-00") {
 		t.Fatalf("apply with a failed object:\n%s", r)
 	}
 	writeFiles(t, dir, map[string]string{"bad.yaml": ""})
 	r = gitsyncIn(t, ns, "apply", dir, "--name", "rails", "--prune", "--prune-max-share", "0")
 	wantCode(t, r, 0)
-	if exists(t, ns, "b") || exists(t, ns, "c") {
-		t.Errorf("limit off: b and c should be pruned:\n%s", r)
+	if !strings.Contains(r.stdout, "1 unchanged, 11 pruned") || exists(t, ns, "old-00") || exists(t, ns, "old-10") {
+		t.Errorf("limit off: the old ConfigMaps should be pruned:\n%s", r)
 	}
 
-	writeFiles(t, dir, map[string]string{"a.yaml": ""})
+	writeFiles(t, dir, map[string]string{"keep.yaml": ""})
 	r = gitsyncIn(t, ns, "apply", dir, "--name", "rails", "--prune")
 	wantCode(t, r, 1)
-	if !strings.Contains(r.stderr, "desired inventory is empty") || !exists(t, ns, "a") {
+	if !strings.Contains(r.stderr, "desired inventory is empty") || !exists(t, ns, "keep") {
 		t.Errorf("empty source must not prune:\n%s", r)
 	}
 	wantCode(t, gitsyncIn(t, ns, "apply", dir, "--name", "rails", "--prune", "--allow-empty"), 0)
-	if exists(t, ns, "a") {
-		t.Errorf("--allow-empty: a should be pruned")
+	if exists(t, ns, "keep") {
+		t.Errorf("--allow-empty: keep should be pruned")
 	}
 }
 
