@@ -165,7 +165,7 @@ func (c *confinedFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, erro
 	return filesys.ConfirmedDir(filepath.Dir(abs)), filepath.Base(abs), nil
 }
 
-// Glob returns the matches of pattern that resolve inside the root.
+// Glob returns the matches of pattern, failing if any resolves outside the root.
 func (c *confinedFS) Glob(pattern string) ([]string, error) {
 	if !filepath.IsAbs(pattern) {
 		pattern = filepath.Join(c.repo.dir, pattern)
@@ -177,11 +177,12 @@ func (c *confinedFS) Glob(pattern string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := slices.DeleteFunc(matches, func(m string) bool {
-		_, err := c.rel(m)
-		return err != nil
-	})
-	return out, c.violation()
+	for _, m := range matches {
+		if _, err := c.rel(m); err != nil {
+			return nil, err // fail closed: a match leads outside or vanished
+		}
+	}
+	return matches, nil
 }
 
 // ReadFile reads a file inside the root within the render's caps. A
