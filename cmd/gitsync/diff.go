@@ -164,6 +164,9 @@ const (
 	actionFailed    = "failed"
 )
 
+// noDiffReason explains a change the dry run could not show.
+const noDiffReason = "no diff: the server refused the dry run of this change, e.g. an immutable field; gitsync apply reports why"
+
 // diffEntry is one object of a diff report; its JSON form is the -o json item.
 type diffEntry struct {
 	Subject string `json:"subject"`
@@ -251,6 +254,12 @@ func diffEntryOf(e apply.Entry) diffEntry {
 		d.Action = actionCreate
 	case apply.Configured:
 		d.Action = actionConfigure
+		if e.Diff == "" {
+			// The applier decides "configure" without a diff when the
+			// server refuses the dry run (an immutable field, an invalid
+			// value); the real apply fails and says why.
+			d.Reason = noDiffReason
+		}
 	case apply.Unchanged:
 		d.Action = actionUnchanged
 	default: // failed, or skipped (kind not served, CRD failed): the diff cannot be decided
@@ -334,6 +343,9 @@ func printDiffEntry(p *printer, e diffEntry, verbose bool) {
 		}
 	case actionConfigure:
 		p.Printf("%s\n", p.paint(colourYellow, "~ "+e.Subject+" (configure)"))
+		if e.Diff == "" && e.Reason != "" {
+			p.Printf("    (%s)\n", e.Reason)
+		}
 		p.Diff(e.Diff)
 	case actionPrune:
 		p.Printf("%s\n", p.paint(colourRed, "- "+e.Subject+" (prune)"))

@@ -232,3 +232,28 @@ func TestDiffUncommittedChanges(t *testing.T) {
 	r = gitsyncIn(t, ns, "diff", "--url", "file://"+repo, "--path", "deploy")
 	wantCode(t, r, 0)
 }
+
+// TestDiffImmutableChange: a change the server refuses even as a dry run is
+// still a difference, and says that apply will explain it.
+func TestDiffImmutableChange(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	immutable := func(v string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\nimmutable: true\ndata:\n  k: " + v + "\n"
+	}
+	writeFiles(t, dir, map[string]string{"a.yaml": immutable("v1")})
+	wantCode(t, gitsyncIn(t, ns, "apply", dir), 0)
+	writeFiles(t, dir, map[string]string{"a.yaml": immutable("v2")})
+
+	r := gitsyncIn(t, ns, "diff", dir)
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stdout, "~ ConfigMap/"+ns+"/frozen (configure)\n    (no diff: the server refused the dry run") {
+		t.Errorf("diff of an immutable change:\n%s", r)
+	}
+	r = gitsyncIn(t, ns, "apply", dir)
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stdout, "ConfigMap/"+ns+"/frozen failed: apply failed: immutable field data changed") {
+		t.Errorf("apply of an immutable change:\n%s", r)
+	}
+}
