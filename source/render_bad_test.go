@@ -252,6 +252,12 @@ func TestRenderRefusesBadInput(t *testing.T) {
 			class: ErrInvalidObject, message: "items[0]: missing kind",
 		},
 		{
+			name: "List inside a List",
+			files: map[string]string{"repo/a.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  metadata: {name: x}\n" +
+				"  items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: y}}]\n"},
+			class: ErrInvalidObject, message: "items[0]: a List is not an object",
+		},
+		{
 			name:  "kind that is not a string",
 			files: map[string]string{"repo/a.yaml": "apiVersion: v1\nkind: [x]\nmetadata: {name: x}\n"},
 			class: ErrInvalidObject, message: "kind is not a string",

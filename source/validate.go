@@ -49,6 +49,10 @@ func validateObject(d decodedObject) (*unstructured.Unstructured, error) {
 			return nil, objectErr(ErrInvalidObject, d, "%s is not a string", field)
 		}
 	}
+	if m["kind"] == "List" {
+		// A List inside a List, or one without items: not something to apply.
+		return nil, objectErr(ErrInvalidObject, d, "a List is not an object, only its items are")
+	}
 	if _, err := schema.ParseGroupVersion(m["apiVersion"].(string)); err != nil {
 		return nil, objectErr(ErrInvalidObject, d, "apiVersion is not group/version")
 	}
