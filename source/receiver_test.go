@@ -307,7 +307,7 @@ func TestReceiverCoalescesBursts(t *testing.T) {
 	}
 	srv := NewServer(ln.Addr().String(), rcv)
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	t.Cleanup(func() { srv.Close() })
 
 	body := readFixture(t, "github-push.json")
 	const burst = 20
