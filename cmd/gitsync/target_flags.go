@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -72,6 +73,9 @@ func (o *TargetOptions) Connect() (*Target, error) {
 		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
 	}
 	cfg.UserAgent = "gitsync-cli"
+	// Server warnings (deprecated APIs, unknown fields) read as kubectl
+	// prints them, once each, instead of as klog lines.
+	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true, Color: colorEnabled(os.Stderr)})
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
