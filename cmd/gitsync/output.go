@@ -29,10 +29,16 @@ func isTerminal(w io.Writer) bool {
 // colorEnabled reports whether output to w may carry ANSI colours: only on a
 // terminal, never with NO_COLOR set (https://no-color.org) or TERM=dumb.
 func colorEnabled(w io.Writer) bool {
+	return colorAllowed(isTerminal(w))
+}
+
+// colorAllowed is the rule of colorEnabled for a destination that is, or is
+// not, a terminal.
+func colorAllowed(terminal bool) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	return isTerminal(w)
+	return terminal
 }
 
 // colour is an ANSI SGR code.
