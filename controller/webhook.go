@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -34,12 +37,32 @@ func IndexByURL(ctx context.Context, mgr manager.Manager) error {
 	})
 }
 
+// WebhookLookupOptions configure WebhookLookup.
+type WebhookLookupOptions struct {
+	// SecretTTL is how long a webhook Secret read is reused. Lookup runs
+	// before a signature can be checked, so without it every unauthenticated
+	// POST naming a known repository would cost an API read per GitSync; a
+	// rotated secret takes effect within the TTL.
+	SecretTTL time.Duration
+	// Clock reads the time for the TTL; a fake clock in tests.
+	Clock clock.PassiveClock
+}
+
+// DefaultWebhookLookupOptions reuses a Secret read for 30 seconds.
+func DefaultWebhookLookupOptions() WebhookLookupOptions {
+	return WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clock.RealClock{}}
+}
+
 // WebhookLookup returns a source.ReceiverOptions.Lookup: the GitSyncs with
 // a webhook whose source URL normalises to repoURL, found through URLIndex
 // in gitsyncs (the manager's cache), with their secret read from secrets.
-// Secrets are read with one GET per verified-URL match instead of a
+// Secrets are read with one GET per GitSync and TTL instead of a
 // cluster-wide Secret informer, which would hold every Secret in memory.
-func WebhookLookup(gitsyncs, secrets client.Reader) func(ctx context.Context, repoURL string) []source.WebhookTarget {
+func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []source.WebhookTarget {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	cache := &secretCache{reader: secrets, opts: opts, entries: map[types.NamespacedName]cachedSecret{}}
 	return func(ctx context.Context, repoURL string) []source.WebhookTarget {
 		list := &v1.GitSyncList{}
 		if err := gitsyncs.List(ctx, list, client.MatchingFields{URLIndex: repoURL}); err != nil {
@@ -51,18 +74,59 @@ func WebhookLookup(gitsyncs, secrets client.Reader) func(ctx context.Context, re
 			if gs.Spec.Webhook == nil || gs.Spec.Suspend {
 				continue
 			}
-			s := &corev1.Secret{}
-			if err := secrets.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: gs.Spec.Webhook.SecretRef.Name}, s); err != nil {
+			secret, ok := cache.get(ctx, types.NamespacedName{Namespace: gs.Namespace, Name: gs.Spec.Webhook.SecretRef.Name})
+			if !ok {
 				continue
 			}
 			out = append(out, source.WebhookTarget{
 				Key:    gs.Namespace + "/" + gs.Name,
 				Branch: gs.Spec.Source.Ref.Branch,
-				Secret: s.Data[WebhookSecretKey],
+				Secret: secret,
 			})
 		}
 		return out
 	}
+}
+
+// secretCache remembers webhook secrets (and their absence) for a TTL. It
+// holds at most one entry per Secret some webhook GitSync names, and drops
+// expired entries as it goes.
+type secretCache struct {
+	reader  client.Reader
+	opts    WebhookLookupOptions
+	mu      sync.Mutex
+	entries map[types.NamespacedName]cachedSecret
+}
+
+type cachedSecret struct {
+	value   []byte
+	found   bool
+	fetched time.Time
+}
+
+func (c *secretCache) get(ctx context.Context, key types.NamespacedName) ([]byte, bool) {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.fetched) < c.opts.SecretTTL {
+		return e.value, e.found
+	}
+	s := &corev1.Secret{}
+	err := c.reader.Get(ctx, key, s)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, false // transient: ask again next time
+	}
+	e = cachedSecret{value: s.Data[WebhookSecretKey], found: err == nil, fetched: now}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, old := range c.entries {
+		if now.Sub(old.fetched) >= c.opts.SecretTTL {
+			delete(c.entries, k)
+		}
+	}
+	c.entries[key] = e
+	return e.value, e.found
 }
 
 // ParseKey parses the "namespace/name" keys WebhookLookup hands out.

@@ -326,9 +326,11 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 	if o.WebhookAddr == "" || o.WebhookAddr == "0" {
 		return nil
 	}
-	log := ctrl.Log.WithName("webhook")
 	ropts := source.DefaultReceiverOptions()
-	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader())
+	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader(), controller.DefaultWebhookLookupOptions())
+	// A replica that is not leading forwards through a Trigger, so a burst
+	// of pushes becomes one annotation patch per GitSync, not one per event.
+	forward := source.NewTrigger()
 	ropts.Enqueue = func(key string) {
 		nn, ok := controller.ParseKey(key)
 		if !ok {
@@ -338,14 +340,11 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 		case <-mgr.Elected():
 			rec.Trigger(nn)
 		default:
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if err := controller.RequestReconcile(ctx, mgr.GetClient(), nn); err != nil {
-					log.Error(err, "forward webhook to the leader", "gitsync", key)
-				}
-			}()
+			forward.Enqueue(key)
 		}
+	}
+	if err := mgr.Add(webhookForwarder{trigger: forward, client: mgr.GetClient()}); err != nil {
+		return err
 	}
 	receiver, err := source.NewReceiver(ropts)
 	if err != nil {
@@ -353,6 +352,34 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 	}
 	srv := source.NewServer(o.WebhookAddr, receiver)
 	return mgr.Add(webhookServer{srv: srv})
+}
+
+// webhookForwarder patches the GitSyncs a non-leading replica received
+// webhooks for, so the leader's watch picks them up; it runs on every replica.
+type webhookForwarder struct {
+	trigger *source.Trigger
+	client  client.Client
+}
+
+func (f webhookForwarder) NeedLeaderElection() bool { return false }
+
+func (f webhookForwarder) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("webhook")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-f.trigger.Ready():
+		}
+		for _, key := range f.trigger.Take() {
+			nn, _ := controller.ParseKey(key)
+			reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := controller.RequestReconcile(reqCtx, f.client, nn); err != nil {
+				log.Error(err, "forward webhook to the leader", "gitsync", key)
+			}
+			cancel()
+		}
+	}
 }
 
 // webhookServer runs the receiver on every replica, leader or not.
