@@ -70,8 +70,8 @@ func DefaultPruneOptions() PruneOptions {
 	return PruneOptions{
 		MaxShare:         0.5,
 		MaxShareMinStale: 10,
-		Timeout:     time.Minute,
-		Concurrency: 8,
+		Timeout:          time.Minute,
+		Concurrency:      8,
 	}
 }
 

@@ -154,4 +154,3 @@ func (b *syncBuffer) Tail(lines int) string {
 	defer b.mu.Unlock()
 	return tailBytes(b.buf.Bytes(), lines)
 }
-
