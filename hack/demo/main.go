@@ -3,40 +3,59 @@
 // examples/guestbook, and shows a push becoming a change in the cluster, a
 // webhook triggering it, and a removed file being pruned.
 //
-//	go run ./hack/demo          # up: run the whole story, leave everything running
-//	go run ./hack/demo down     # stop what up started
+//	bin/demo [up] [--dir .demo] [--gitsync bin/gitsync] [--example examples/guestbook]
+//	bin/demo down [--dir .demo]
 //
-// Everything lives in .demo/ of the checkout: the kubeconfig, the repositories,
-// and the logs of each background program.
+// up runs the whole story and leaves everything running; down stops it.
+// Everything lives in --dir: the kubeconfig, the repositories, and the logs
+// of each background program. `make demo` and `make demo-down` run these.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
+
+// config says where the demo keeps its files and finds its programs.
+type config struct {
+	dir     string // state, repositories and logs
+	gitsync string // the gitsync binary
+	example string // the manifests the repository starts with
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dir, err := filepath.Abs(".demo")
-	if err != nil {
-		fail(err)
-	}
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	var cfg config
+	fs.StringVar(&cfg.dir, "dir", ".demo", "directory for the demo's state, repositories and logs")
+	fs.StringVar(&cfg.gitsync, "gitsync", "bin/gitsync", "gitsync binary to run")
+	fs.StringVar(&cfg.example, "example", filepath.Join("examples", "guestbook"), "manifests the demo repository starts with")
 	cmd := "up"
-	if len(os.Args) > 1 {
-		cmd = os.Args[1]
+	args := os.Args[1:]
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	_ = fs.Parse(args)
+	var err error
+	for _, p := range []*string{&cfg.dir, &cfg.gitsync, &cfg.example} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			fail(err)
+		}
 	}
 	switch cmd {
 	case "up":
-		err = up(ctx, dir)
+		err = up(ctx, cfg)
 	case "down":
-		err = down(dir)
+		err = down(cfg.dir)
 	case "serve":
-		err = serve(ctx, dir)
+		err = serve(ctx, cfg.dir)
 	default:
 		err = fmt.Errorf("unknown command %q (want up or down)", cmd)
 	}

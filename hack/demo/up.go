@@ -19,15 +19,12 @@ const demoNamespace = "demo"
 // webhookSecret signs the demo's webhook calls; it is a demo value, not a credential.
 const webhookSecret = "demo-webhook-secret"
 
-func up(ctx context.Context, dir string) error {
+func up(ctx context.Context, cfg config) error {
+	dir, bin := cfg.dir, cfg.gitsync
 	if err := down(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	bin, err := filepath.Abs("bin/gitsync")
-	if err != nil {
 		return err
 	}
 	binDir, err := testenv.BinDir("kubectl")
@@ -44,7 +41,7 @@ func up(ctx context.Context, dir string) error {
 	say("control plane up; kubeconfig: %s", st.Kubeconfig)
 
 	say("creating a Git repository from examples/guestbook, served over HTTP on loopback")
-	repo, err := newRepo(dir, st.GitURL, "guestbook", filepath.Join("examples", "guestbook"))
+	repo, err := newRepo(dir, st.GitURL, "guestbook", cfg.example)
 	if err != nil {
 		return err
 	}
@@ -117,10 +114,10 @@ func up(ctx context.Context, dir string) error {
 	fmt.Printf(`
 Everything is still running. Try:
   kubectl --kubeconfig %[1]s get all -n %[2]s
-  bin/gitsync diff --kubeconfig %[1]s -n %[2]s examples/guestbook
+  %[5]s diff --kubeconfig %[1]s -n %[2]s %[3]s
   git -C %[3]s log --oneline
 Logs: %[4]s/*.log.  Stop it all with: make demo-down
-`, st.Kubeconfig, demoNamespace, repo.work, dir)
+`, st.Kubeconfig, demoNamespace, repo.work, dir, bin)
 	return nil
 }
 
@@ -131,7 +128,7 @@ func startControlPlane(ctx context.Context, dir string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	pid, err := startBackground(dir, "control-plane", self, "serve")
+	pid, err := startBackground(dir, "control-plane", self, "serve", "--dir", dir)
 	if err != nil {
 		return nil, err
 	}
