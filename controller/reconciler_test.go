@@ -140,6 +140,32 @@ func TestSyncLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("triggered resyncs leave the GitSync untouched", func(t *testing.T) {
+		// A webhook-style trigger (which also asks the remote again) writes
+		// nothing when nothing changed, so the resourceVersion stays put.
+		before := &v1.GitSync{}
+		if err := c.Get(context.Background(), key, before); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // let earlier watch events settle before counting
+		writes, reads := a.count.writes.Load(), a.count.reads.Load()
+		for i := range 3 {
+			done := a.reconciles(t, "success")
+			a.rec.Trigger(key)
+			eventually(t, fmt.Sprint("triggered reconcile ", i), func(context.Context) (bool, error) { return a.reconciles(t, "success") > done, nil })
+		}
+		if w, rd := a.count.writes.Load()-writes, a.count.reads.Load()-reads; w != 0 || rd != 0 {
+			t.Errorf("3 triggered resyncs sent %d writes and %d non-watch reads, want 0 and 0", w, rd)
+		}
+		after := &v1.GitSync{}
+		if err := c.Get(context.Background(), key, after); err != nil {
+			t.Fatal(err)
+		}
+		if after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("GitSync resourceVersion %s -> %s: a converged resync wrote it", before.ResourceVersion, after.ResourceVersion)
+		}
+	})
+
 	t.Run("new commit is applied", func(t *testing.T) {
 		commit2 := r.commit(map[string]string{"deploy/a.yaml": configMap("a", "2")})
 		request(t, c, key, "commit2")
