@@ -17,9 +17,11 @@
 // The package never applies anything and never deletes an object it did not
 // first read and check. Plan is read-only; Execute and Orphan write.
 //
-// Stored form (GitSync status and the CLI's ConfigMap): the JSON of
-// Inventory, {"entries":[{"id":{"group","kind","namespace","name"},"uid",
-// "version"}]}, sorted by group, kind, namespace, name. The ConfigMap
-// "gitsync-inventory-<sync>" (label gitsync.dev/inventory: <sync>) holds it
-// gzip-compressed under binaryData "inventory.json.gz".
+// Stored forms. In a GitSync's status (written by the controller):
+// status.inventory.entries[] = {"id": Key(), "v": version, "uid": uid}, where
+// Key() is "namespace_name_group_kind" (namespace and group empty for
+// cluster-scoped and core objects), sorted. In the CLI's ConfigMap
+// "gitsync-inventory-<sync>" (label gitsync.dev/inventory: <sync>): the JSON
+// of Inventory, {"entries":[{"id":{"group","kind","namespace","name"},"uid",
+// "version"}]}, gzip-compressed under binaryData "inventory.json.gz".
 package inventory
