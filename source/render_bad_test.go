@@ -341,9 +341,9 @@ func TestRenderRefusesBadInput(t *testing.T) {
 			class: ErrNotFound, message: "nope: not found",
 		},
 		{
-			name:  "kustomization inside a plain directory",
-			files: map[string]string{"repo/a.yaml": configMap("a"), "repo/sub/kustomization.yaml": kustomizeHeader},
-			class: ErrInvalidObject, message: "sub/kustomization.yaml: kustomization inside a plain directory",
+			name:  "kustomization below a plain directory escaping the root",
+			files: map[string]string{"repo/a.yaml": configMap("a"), "repo/sub/kustomization.yaml": kustomizeHeader + "resources:\n- ../../outside\n", "outside/x.yaml": configMap("x")},
+			class: ErrOutsideRoot,
 		},
 	}
 	for _, tt := range tests {

@@ -18,7 +18,9 @@ func isManifestName(name string) bool {
 }
 
 // renderPlain decodes every manifest file below rel (or rel itself if it is a
-// file), in byte-wise path order, skipping hidden files and directories.
+// file), in byte-wise path order, skipping hidden files and directories. A
+// subdirectory holding a kustomization is built with kustomize instead of
+// being read file by file.
 func renderPlain(ctx context.Context, repo *repoRoot, rel string, opts RenderOptions) ([]decodedObject, error) {
 	fi, err := repo.stat(rel)
 	if err != nil {
@@ -45,7 +47,10 @@ type plainWalker struct {
 	// visited holds real directory paths already walked, so a symlink back
 	// up the tree cannot loop.
 	visited map[string]bool
-	out     []decodedObject
+	// depth is how many directories deep the walk is; the top directory is
+	// never a kustomization (Render sends those to kustomize itself).
+	depth int
+	out   []decodedObject
 }
 
 func (w *plainWalker) walkDir(rel string) error {
@@ -53,6 +58,19 @@ func (w *plainWalker) walkDir(rel string) error {
 		return nil
 	}
 	w.visited[rel] = true
+	if w.depth > 0 && isKustomizeDir(w.repo, rel) {
+		// A kustomization below a plain directory is built as a unit, as
+		// `kustomize create --autodetect --recursive` and Flux would: its
+		// files are inputs to it, not manifests of their own.
+		objs, err := renderKustomize(w.ctx, w.repo, rel, w.opts)
+		if err != nil {
+			return err
+		}
+		w.out = append(w.out, objs...)
+		return nil
+	}
+	w.depth++
+	defer func() { w.depth-- }()
 	entries, err := w.repo.readDir(rel)
 	if err != nil {
 		return err

@@ -57,6 +57,11 @@ func TestRenderHappyPaths(t *testing.T) {
 			want: []string{"ConfigMap/shop/a", "ConfigMap/shop/b", "ConfigMap/shop/c"},
 		},
 		{
+			name: "plain directory with a kustomization below it, built as a unit",
+			path: "nested",
+			want: []string{"Namespace/nested", "Service/nested/nested-web", "Deployment/nested/nested-web"},
+		},
+		{
 			name: "single file",
 			path: "crd/widget.yaml",
 			want: []string{"Widget.example.com/shop/blue"},
