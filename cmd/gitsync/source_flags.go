@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -148,7 +149,9 @@ func (o *SourceOptions) Render(ctx context.Context) (*Desired, error) {
 
 // renderLocal renders Dir as it is on disk. When Dir lies inside a Git work
 // tree the work tree's top is the root, so kustomize bases elsewhere in the
-// repository resolve as they will for the agent; otherwise Dir is the root.
+// repository resolve as they will for the agent; outside one, the current
+// directory is the root when Dir lies below it (`gitsync diff overlays/prod`
+// run beside base/), else Dir itself.
 func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	dir, err := filepath.Abs(o.Dir)
 	if err == nil {
@@ -165,16 +168,39 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	root, rel := dir, "."
 	if o.Path != "" {
 		rel = o.Path
-	} else if top := workTreeTop(dir); top != "" {
+	} else if top := renderRoot(dir); top != "" {
 		if r, err := filepath.Rel(top, dir); err == nil {
 			root, rel = top, r
 		}
 	}
 	r, err := source.Render(ctx, root, rel, source.DefaultRenderOptions())
+	if errors.Is(err, source.ErrOutsideRoot) {
+		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s: run from the repository's top directory, or inside its Git work tree)", o.Dir, err, root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", o.Dir, err)
 	}
 	return &Desired{Objects: r.Objects, Revision: o.Dir}, nil
+}
+
+// renderRoot returns the directory nothing may be read from outside of when
+// rendering dir: its Git work tree's top, else the current directory if it
+// holds dir, else "" (dir itself).
+func renderRoot(dir string) string {
+	if top := workTreeTop(dir); top != "" {
+		return top
+	}
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.Rel(wd, dir); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return wd
+	}
+	return ""
 }
 
 // workTreeTop returns the nearest directory at or above dir holding ".git",
