@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -88,11 +89,12 @@ func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
 // unreachable); the ChangeSet then holds what was decided so far.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*ChangeSet, error) {
 	run := &run{
-		a:        a,
-		objs:     objs,
-		entries:  make([]Entry, len(objs)),
-		results:  make([]*unstructured.Unstructured, len(objs)),
-		newKinds: map[schema.GroupKind]bool{},
+		a:             a,
+		objs:          objs,
+		entries:       make([]Entry, len(objs)),
+		results:       make([]*unstructured.Unstructured, len(objs)),
+		newKinds:      map[schema.GroupKind]bool{},
+		newNamespaces: map[string]bool{},
 	}
 	var byStage [numStages][]int
 	for i, obj := range objs {
@@ -102,6 +104,7 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) 
 	}
 	err := run.stage(ctx, byStage[stageCluster], nil)
 	if err == nil {
+		run.noteNewNamespaces(byStage[stageCluster])
 		var blocked map[schema.GroupKind]string
 		blocked, err = run.settleCRDs(ctx, byStage[stageCluster])
 		if err == nil {
@@ -121,6 +124,10 @@ type run struct {
 	// newKinds (dry run only) are kinds of CRDs in the set that do not exist
 	// yet: their custom resources would be created, not skipped.
 	newKinds map[schema.GroupKind]bool
+	// newNamespaces (dry run only) are Namespaces in the set that do not
+	// exist yet: the dry-run create of an object in one is refused (not
+	// found), but the real apply would create it.
+	newNamespaces map[string]bool
 }
 
 // stage applies the objects at idx in parallel. An object whose kind is in
@@ -138,7 +145,7 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 		}
 		g.Go(func() error {
 			entry, result, err := r.a.applyOne(gctx, obj)
-			if entry.Action == Skipped && r.newKinds[obj.GroupVersionKind().GroupKind()] {
+			if r.createdEarlier(obj, entry) {
 				entry.Action, entry.Err = Created, nil
 			}
 			r.entries[i], r.results[i] = entry, result
@@ -146,6 +153,32 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 		})
 	}
 	return g.Wait()
+}
+
+// noteNewNamespaces records, in a dry run, the Namespaces of the first
+// stage that would be created.
+func (r *run) noteNewNamespaces(idx []int) {
+	if !r.a.opts.DryRun {
+		return
+	}
+	for _, i := range idx {
+		if r.entries[i].Action == Created && r.objs[i].GroupVersionKind().GroupKind() == namespaceGK {
+			r.newNamespaces[r.entries[i].ID.Name] = true
+		}
+	}
+}
+
+// createdEarlier reports whether a dry-run entry was skipped or refused only
+// because what it needs does not exist yet but would be created by an
+// earlier stage of this run: its CRD (kind not served) or its Namespace.
+func (r *run) createdEarlier(obj *unstructured.Unstructured, e Entry) bool {
+	switch e.Action {
+	case Skipped:
+		return r.newKinds[obj.GroupVersionKind().GroupKind()]
+	case Failed:
+		return r.newNamespaces[e.ID.Namespace] && apierrors.IsNotFound(e.Err)
+	}
+	return false
 }
 
 // idOf returns obj's ID with the default namespace filled in when obj names

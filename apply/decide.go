@@ -41,8 +41,8 @@ func newDiffer(cfg *rest.Config, hc *http.Client, mapper meta.RESTMapper, opts O
 
 // decide returns the diff verdict. A dry-run the apiserver rejects (a
 // conflict, an immutable field, an invalid object) means the object must be
-// written: the real apply then fails the same way and write reports it with
-// the right type.
+// written: the real apply (or, with Options.DryRun, its dry-run) then fails
+// the same way and write reports it with the right type.
 func (a *Applier) decide(ctx context.Context, desired, live *unstructured.Unstructured) (diff.Result, error) {
 	res, err := a.differ.Diff(ctx, desired, live)
 	var dre *diff.DryRunError

@@ -1,7 +1,9 @@
 package apply_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -40,7 +42,7 @@ func (c *counter) wrap(cfg *rest.Config) *rest.Config {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			c.all.Add(1)
 			switch {
-			case r.URL.Query().Get("dryRun") != "":
+			case r.URL.Query().Get("dryRun") != "" || dryRunBody(r):
 				c.dryRun.Add(1)
 			case r.Method != http.MethodGet && r.Method != http.MethodHead:
 				c.mutating.Add(1)
@@ -52,6 +54,18 @@ func (c *counter) wrap(cfg *rest.Config) *rest.Config {
 		})
 	}
 	return cfg
+}
+
+// dryRunBody reports whether r carries its dryRun option in the body, as a
+// DELETE does, restoring the body for the transport.
+func dryRunBody(r *http.Request) bool {
+	if r.Method != http.MethodDelete || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && bytes.Contains(body, []byte(`"dryRun":["All"]`))
 }
 
 func (c *counter) reset() {

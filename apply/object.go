@@ -17,22 +17,32 @@ import (
 // applyOne plans and, unless the object is unchanged or this is a dry run,
 // writes one object. It returns the object's entry, the resulting live object
 // (nil when unknown) and an error only when the whole run must stop.
+//
+// A dry run takes the same path: write sends server-side dry-runs, so a
+// change the apiserver would refuse fails its entry with the error the real
+// apply would report (*ImmutableError, *ConflictError, an invalid object),
+// and fields of TakeOverManagers are taken back as they would be. The
+// returned object of a dry run is the live one (nil for a create).
 func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) (Entry, *unstructured.Unstructured, error) {
 	p, e, err := a.plan(ctx, obj)
 	if err != nil || e.Action != "" {
 		return e, p.live, err
-	}
-	if a.opts.DryRun {
-		e.Action = p.action()
-		return e, p.live, nil
 	}
 	out, err := a.write(ctx, p, &e)
 	if err != nil {
 		if fatal(err) {
 			return e, nil, fmt.Errorf("%s apply failed: %w", e.Subject, err)
 		}
-		e.Action, e.Err = Failed, fmt.Errorf("%s apply failed: %w", e.Subject, err)
+		outcome := "apply failed"
+		if a.opts.DryRun {
+			outcome = "would fail"
+		}
+		e.Action, e.Err = Failed, fmt.Errorf("%s %s: %w", e.Subject, outcome, err)
 		return e, nil, nil
+	}
+	if a.opts.DryRun {
+		e.Action = p.action()
+		return e, p.live, nil
 	}
 	e.Action, e.UID = p.action(), out.GetUID()
 	return e, out, nil
@@ -78,6 +88,9 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured) (pla
 	if err != nil {
 		return a.failPlan(e, "read", err)
 	}
+	if len(a.opts.OwnerLabels) == 0 {
+		keepOwnerLabels(desired, live)
+	}
 	p := planned{desired: desired, live: live, mapping: mapping}
 	res, err := a.decide(ctx, desired, live)
 	if err != nil {
@@ -122,6 +135,29 @@ func (a *Applier) prepare(obj *unstructured.Unstructured, mapping *meta.RESTMapp
 		out.SetLabels(labels)
 	}
 	return out
+}
+
+// keepOwnerLabels copies the owner labels live carries into desired, so an
+// apply that claims no ownership (no OwnerLabels) neither removes them nor
+// shows their removal as a change.
+func keepOwnerLabels(desired, live *unstructured.Unstructured) {
+	if live == nil {
+		return
+	}
+	labels := desired.GetLabels()
+	for _, k := range []string{inventory.NameLabel, inventory.NamespaceLabel} {
+		v, ok := live.GetLabels()[k]
+		if !ok {
+			continue
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[k] = v
+	}
+	if labels != nil {
+		desired.SetLabels(labels)
+	}
 }
 
 // read returns the live object, or nil when it does not exist.

@@ -26,14 +26,22 @@ type Options struct {
 	// recreating objects whose immutable fields changed.
 	Force bool
 	// OwnerLabels are stamped on every applied object (inventory.OwnerLabels),
-	// so pruning can prove the object is ours.
+	// so pruning can prove the object is ours. When empty (a CLI apply or
+	// diff without a sync name) an object keeps the owner labels its live
+	// object carries: applying without a name never takes an object away
+	// from the sync that owns it, and a diff of the manifests that sync
+	// applied is in sync.
 	OwnerLabels map[string]string
 	// TakeOverManagers are the field managers of people (kubectl and friends)
 	// whose fields are taken back without Force: their edits are drift.
 	TakeOverManagers []string
 	// DefaultNamespace is used for namespaced objects that name none.
 	DefaultNamespace string
-	// DryRun decides the actions without writing anything.
+	// DryRun decides the actions without writing anything. Every object that
+	// would be created or changed is sent as a server-side apply dry-run, so
+	// an entry fails with the error the real apply would report (an invalid
+	// object, an immutable field, a conflict), at the cost of one request per
+	// such object.
 	DryRun bool
 	// Diff fills Entry.Diff with a masked unified diff for changed objects.
 	Diff bool

@@ -19,16 +19,21 @@ import (
 
 // recreate deletes the live object (only the very object that was read: UID
 // precondition), waits by watch until it is gone and applies the desired
-// object again.
+// object again. A dry run stops after a dry-run delete: the object still
+// exists, so the apply cannot be tried.
 func (a *Applier) recreate(ctx context.Context, ri dynamic.ResourceInterface, p planned) (*unstructured.Unstructured, error) {
 	uid := p.live.GetUID()
 	background := metav1.DeletePropagationBackground
 	err := ri.Delete(ctx, p.desired.GetName(), metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 		PropagationPolicy: &background,
+		DryRun:            a.dryRun(),
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("delete: %w", err)
+	}
+	if a.opts.DryRun {
+		return p.desired, nil
 	}
 	if err := waitGone(ctx, ri, p.desired.GetName(), uid, a.opts.RecreateTimeout); err != nil {
 		return nil, err

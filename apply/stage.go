@@ -18,13 +18,16 @@ const (
 	numStages
 )
 
-var crdGK = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+var (
+	crdGK       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	namespaceGK = schema.GroupKind{Group: "", Kind: "Namespace"}
+)
 
 // firstStage lists the kinds applied in stageCluster; every other kind falls
 // back to stageRest.
 var firstStage = map[schema.GroupKind]bool{
-	crdGK:                          true,
-	{Group: "", Kind: "Namespace"}: true,
+	crdGK:       true,
+	namespaceGK: true,
 	{Group: "storage.k8s.io", Kind: "StorageClass"}:                  true,
 	{Group: "storage.k8s.io", Kind: "CSIDriver"}:                     true,
 	{Group: "networking.k8s.io", Kind: "IngressClass"}:               true,

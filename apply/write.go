@@ -15,6 +15,10 @@ import (
 // immutable-field rejection recreates the object when it opted in or Force is
 // set. Other conflicts and immutable fields return *ConflictError and
 // *ImmutableError.
+//
+// In a dry run every request is a server-side dry-run and a recreation is
+// only checked (a dry-run delete), so the outcome is the one the real write
+// would have.
 func (a *Applier) write(ctx context.Context, p planned, e *Entry) (*unstructured.Unstructured, error) {
 	ri := a.resource(p)
 	out, err := a.ssa(ctx, ri, p.desired, a.opts.Force)
@@ -41,7 +45,15 @@ func (a *Applier) write(ctx context.Context, p planned, e *Entry) (*unstructured
 }
 
 func (a *Applier) ssa(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
-	return ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: a.opts.FieldManager, Force: force})
+	return ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: a.opts.FieldManager, Force: force, DryRun: a.dryRun()})
+}
+
+// dryRun is the dryRun parameter of every write request.
+func (a *Applier) dryRun() []string {
+	if a.opts.DryRun {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
 }
 
 func (a *Applier) resource(p planned) dynamic.ResourceInterface {
