@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"gitsync.dev/gitsync/health"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -89,7 +91,7 @@ func (a *Applier) waitEstablished(ctx context.Context, pending map[string]int) (
 		for name = range pending {
 		}
 	}
-	_, err := watchtools.UntilWithSync(wctx, listWatch(a.dyn.Resource(crdGVR), name), &unstructured.Unstructured{},
+	_, err := watchtools.UntilWithSync(wctx, health.ListWatch(a.dyn.Resource(crdGVR), name), &unstructured.Unstructured{},
 		func(store cache.Store) (bool, error) {
 			for _, o := range store.List() {
 				observe(o.(*unstructured.Unstructured))

@@ -8,13 +8,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"gitsync.dev/gitsync/health"
 )
 
 // recreate deletes the live object (only the very object that was read: UID
@@ -53,7 +53,7 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ui
 		}
 		return true, nil
 	}
-	_, err := watchtools.UntilWithSync(ctx, listWatch(ri, name), &unstructured.Unstructured{}, gone,
+	_, err := watchtools.UntilWithSync(ctx, health.ListWatch(ri, name), &unstructured.Unstructured{}, gone,
 		func(ev watch.Event) (bool, error) {
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			return ok && (ev.Type == watch.Deleted && u.GetUID() == uid || u.GetUID() != uid), nil
@@ -62,23 +62,4 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ui
 		return fmt.Errorf("wait for deletion: %w", err)
 	}
 	return nil
-}
-
-// listWatch lists and watches ri, restricted to one name when name is set.
-func listWatch(ri dynamic.ResourceInterface, name string) cache.ListerWatcher {
-	sel := func(o *metav1.ListOptions) {
-		if name != "" {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}
-	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			sel(&o)
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			sel(&o)
-			return ri.Watch(ctx, o)
-		},
-	}
 }

@@ -170,7 +170,7 @@ func (w *Waiter) watch(ctx context.Context, k watchKey, idx []int, ids []invento
 		name = ids[idx[0]].Name
 	}
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: listWatch(ri, name),
+		ListerWatcher: ListWatch(ri, name),
 		ObjectType:    &unstructured.Unstructured{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { send(o, false) },
@@ -224,7 +224,10 @@ func notCurrent(results []Result) []Result {
 	return out
 }
 
-func listWatch(ri dynamic.ResourceInterface, name string) cache.ListerWatcher {
+// ListWatch lists and watches ri, restricted to one object when name is set:
+// the source every watch-based wait of gitsync starts from (health, CRD
+// establishment, recreation).
+func ListWatch(ri dynamic.ResourceInterface, name string) cache.ListerWatcher {
 	sel := func(o *metav1.ListOptions) {
 		if name != "" {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
