@@ -22,7 +22,8 @@ type ApplyOptions struct {
 	Target TargetOptions
 	Prune  PruneFlags
 	// Name is the sync whose inventory records what was applied (and, with
-	// Prune, what may be pruned); empty means no inventory and no owner labels.
+	// Prune, what may be pruned) and whose owner labels the objects get;
+	// empty means no inventory, and objects keep the owner labels they carry.
 	Name string
 	// Force takes fields other managers own and recreates objects whose
 	// immutable fields changed.
@@ -52,7 +53,8 @@ in parallel. Fields changed by hand with kubectl are taken back; fields owned
 by other controllers are reported as conflicts and left alone unless --force.
 
 With --name the applied objects carry owner labels and are recorded in an
-inventory (ConfigMap gitsync-inventory-NAME in the namespace). With --prune,
+inventory (ConfigMap gitsync-inventory-NAME in the namespace). Without it,
+objects keep the owner labels they carry: ownership never changes. With --prune,
 objects of that inventory that left the source are deleted, but only after
 every object applied successfully, only if they still carry the owner labels
 and the recorded UID, and never more than --prune-max-share of them at once.
@@ -156,7 +158,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 // when there are differences: only an error fails it.
 func (o *ApplyOptions) dryRun(ctx context.Context, tgt *Target, desired *Desired) error {
 	name := o.Name
-	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: name, PreviewPrune: o.PruneEnabled, Prune: o.Prune})
+	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: name, Force: o.Force, PreviewPrune: o.PruneEnabled, Prune: o.Prune})
 	if err != nil {
 		return withExitCode(exitError, err)
 	}

@@ -18,8 +18,9 @@ type DiffOptions struct {
 	Source SourceOptions
 	Target TargetOptions
 	Prune  PruneFlags
-	// Name selects the sync whose inventory previews prunes; empty means no
-	// prunes are shown (and no owner labels are expected on live objects).
+	// Name selects the sync whose inventory previews prunes and whose owner
+	// labels the objects carry; empty means no prunes are shown and objects
+	// keep whatever owner labels they carry (as apply without --name does).
 	Name string
 	// Output is "" (text) or "json".
 	Output string
@@ -42,12 +43,15 @@ func NewDiffCmd() *cobra.Command {
 The desired objects are rendered exactly as the agent renders them (plain YAML
 or kustomize) and compared with the live objects by a server-side apply dry
 run, so defaulting, admission and field ownership are accounted for. Nothing
-is written.
+is written. Without --name, objects keep the owner labels a sync gave them.
 
 Each object that would change is printed as
   + Kind/namespace/name (create)
   ~ Kind/namespace/name (configure)    followed by a unified YAML diff
   - Kind/namespace/name (prune)        only with --name
+  ! Kind/namespace/name (would fail: reason)
+An object fails when the apiserver refuses its dry run (an invalid value, an
+immutable field, a field another manager owns): apply would fail the same way.
 Unchanged objects are listed with -v. Secret values are always masked.
 
 A local directory is read as it is on disk, uncommitted files included. With
@@ -57,7 +61,8 @@ or --commit.
 Credentials for --url come from $GITSYNC_GIT_USERNAME and $GITSYNC_GIT_PASSWORD
 (or $GITSYNC_GIT_TOKEN) and the --ssh-key, --known-hosts and --ca-file files.
 
-Exit status: 0 in sync, 1 differences found, 2 error.`,
+Exit status: 0 in sync, 1 differences found, 2 error (including an object that
+would fail).`,
 		Example: `  # Compare ./deploy, as it is on disk, with the cluster
   gitsync diff ./deploy
 
@@ -164,15 +169,22 @@ const (
 	actionFailed    = "failed"
 )
 
-// noDiffReason explains a change the dry run could not show.
-const noDiffReason = "no diff: the server refused the dry run of this change, e.g. an immutable field; gitsync apply reports why"
+// Reasons shown under a configure that has no diff.
+const (
+	// recreateReason: an immutable field changed and the object opted in to
+	// recreation (or --force): the server cannot show the result.
+	recreateReason = "would be deleted and created again: an immutable field changed; no diff shown"
+	// noDiffReason: any other configure the dry run could not show.
+	noDiffReason = "no diff: the server could not show the result of this change"
+)
 
 // diffEntry is one object of a diff report; its JSON form is the -o json item.
 type diffEntry struct {
 	Subject string `json:"subject"`
 	Action  string `json:"action"`
 	Diff    string `json:"diff,omitempty"`
-	// Reason explains kept and failed entries.
+	// Reason explains kept and failed entries (without the subject), and a
+	// configure without a diff.
 	Reason string `json:"reason,omitempty"`
 	err    error
 }
@@ -211,6 +223,8 @@ func (r *diffReport) Errors() error {
 type diffRequest struct {
 	// Name is the sync: owner labels are part of the desired objects.
 	Name string
+	// Force previews an apply --force: fields of other managers are taken.
+	Force bool
 	// PreviewPrune adds the prunes of Name's inventory.
 	PreviewPrune bool
 	Prune        PruneFlags
@@ -220,7 +234,7 @@ type diffRequest struct {
 // real apply, so the verdicts match) and, when asked, the prune planner
 // against the stored inventory.
 func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffRequest) (*diffReport, error) {
-	a, err := newApplier(tgt, req.Name, applierFlags{DryRun: true})
+	a, err := newApplier(tgt, req.Name, applierFlags{DryRun: true, Force: req.Force})
 	if err != nil {
 		return nil, err
 	}
@@ -254,20 +268,20 @@ func diffEntryOf(e apply.Entry) diffEntry {
 		d.Action = actionCreate
 	case apply.Configured:
 		d.Action = actionConfigure
-		if e.Diff == "" {
-			// The applier decides "configure" without a diff when the
-			// server refuses the dry run (an immutable field, an invalid
-			// value); the real apply fails and says why.
+		switch {
+		case e.Recreated:
+			d.Reason = recreateReason
+		case e.Diff == "":
 			d.Reason = noDiffReason
 		}
 	case apply.Unchanged:
 		d.Action = actionUnchanged
-	default: // failed, or skipped (kind not served, CRD failed): the diff cannot be decided
+	default: // failed (the server refused the dry run), or skipped (kind not served, CRD failed)
 		d.Action = actionFailed
 		if e.Err == nil {
 			d.err = fmt.Errorf("%s %s", e.Subject, e.Action)
 		}
-		d.Reason = d.err.Error()
+		d.Reason = strings.TrimPrefix(d.err.Error(), e.Subject+" ")
 	}
 	return d
 }
@@ -343,7 +357,7 @@ func printDiffEntry(p *printer, e diffEntry, verbose bool) {
 		}
 	case actionConfigure:
 		p.Printf("%s\n", p.paint(colourYellow, "~ "+e.Subject+" (configure)"))
-		if e.Diff == "" && e.Reason != "" {
+		if e.Reason != "" {
 			p.Printf("    (%s)\n", e.Reason)
 		}
 		p.Diff(e.Diff)
@@ -354,7 +368,11 @@ func printDiffEntry(p *printer, e diffEntry, verbose bool) {
 	case actionKept:
 		p.Printf("  %s (kept: %s)\n", e.Subject, e.Reason)
 	case actionFailed:
-		p.Printf("%s\n", p.paint(colourRed, "! "+e.Subject+" (failed)"))
+		reason := e.Reason
+		if reason == "" {
+			reason = "failed"
+		}
+		p.Printf("%s\n", p.paint(colourRed, "! "+e.Subject+" ("+reason+")"))
 	}
 }
 

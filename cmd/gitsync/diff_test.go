@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"slices"
@@ -8,6 +9,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/inventory"
 )
 
 // TestDiffExitCodes walks one ConfigMap through missing (1), in sync (0),
@@ -233,8 +238,9 @@ func TestDiffUncommittedChanges(t *testing.T) {
 	wantCode(t, r, 0)
 }
 
-// TestDiffImmutableChange: a change the server refuses even as a dry run is
-// still a difference, and says that apply will explain it.
+// TestDiffImmutableChange: a change the server refuses even as a dry run
+// is a failure with the reason, in text and JSON, and exits as an error (like
+// kubectl diff); apply --dry-run fails too.
 func TestDiffImmutableChange(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -247,13 +253,131 @@ func TestDiffImmutableChange(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a.yaml": immutable("v2")})
 
 	r := gitsyncIn(t, ns, "diff", dir)
-	wantCode(t, r, 1)
-	if !strings.Contains(r.stdout, "~ ConfigMap/"+ns+"/frozen (configure)\n    (no diff: the server refused the dry run") {
-		t.Errorf("diff of an immutable change:\n%s", r)
+	wantCode(t, r, 2)
+	if want := "! ConfigMap/" + ns + "/frozen (would fail: immutable field data changed"; !strings.Contains(r.stdout, want) {
+		t.Errorf("diff of an immutable change lacks %q:\n%s", want, r)
 	}
+	if got := changeLines(r.stdout); len(got) != 0 {
+		t.Errorf("a refused change is no create or configure: %q\n%s", got, r)
+	}
+
+	r = gitsyncIn(t, ns, "diff", dir, "-o", "json")
+	wantCode(t, r, 2)
+	var got []diffEntry
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout is not a JSON list: %v\n%s", err, r)
+	}
+	if len(got) != 1 || got[0].Action != "failed" || !strings.HasPrefix(got[0].Reason, "would fail: immutable field data changed") {
+		t.Errorf("JSON entry %+v, want failed with the reason\n%s", got, r)
+	}
+
+	r = gitsyncIn(t, ns, "apply", dir, "--dry-run")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stdout, "! ConfigMap/"+ns+"/frozen (would fail: immutable field data changed") {
+		t.Errorf("apply --dry-run of an immutable change:\n%s", r)
+	}
+
 	r = gitsyncIn(t, ns, "apply", dir)
 	wantCode(t, r, 1)
 	if !strings.Contains(r.stdout, "ConfigMap/"+ns+"/frozen failed: apply failed: immutable field data changed") {
 		t.Errorf("apply of an immutable change:\n%s", r)
 	}
+}
+
+// TestDiffValidatesNewObjects: a new object the apiserver would reject is a
+// failure naming the object and the reason (2), as the apply then fails; a
+// valid one is a create (1).
+func TestDiffValidatesNewObjects(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	bad := map[string]string{
+		"svc.yaml":     "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n  - port: 700000\n",
+		"unknown.yaml": configMap("unknown", "k", "v") + "unknownField: x\n",
+	}
+	writeFiles(t, dir, bad)
+	writeFiles(t, dir, map[string]string{"ok.yaml": configMap("ok", "k", "v")})
+	r := gitsyncIn(t, ns, "diff", dir)
+	wantCode(t, r, 2)
+	for _, want := range []string{
+		"! Service/" + ns + "/bad (would fail: Service \"bad\" is invalid: ",
+		"spec.ports[0].port: Invalid value: 700000",
+		"! ConfigMap/" + ns + "/unknown (would fail: ",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("diff lacks %q:\n%s", want, r)
+		}
+	}
+	if !strings.Contains(r.stdout, "unknownField") {
+		t.Errorf("diff does not name the unknown field:\n%s", r)
+	}
+	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/ok (create)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("change lines (-want +got):\n%s\n%s", diff, r)
+	}
+
+	for name := range bad {
+		writeFiles(t, dir, map[string]string{name: ""})
+	}
+	r = gitsyncIn(t, ns, "diff", dir)
+	wantCode(t, r, 1)
+	if diff := cmp.Diff([]string{"+ ConfigMap/" + ns + "/ok (create)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("valid new object (-want +got):\n%s\n%s", diff, r)
+	}
+}
+
+// TestDiffKubectlEditIsAChange: a field taken by kubectl edit is drift that
+// apply takes back, so diff shows a configure, not a conflict.
+func TestDiffKubectlEditIsAChange(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.yaml": configMap("edited", "color", "blue")})
+	wantCode(t, gitsyncIn(t, ns, "apply", dir), 0)
+	c := testClient(t)
+	live := &corev1.ConfigMap{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "edited"}, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Data["color"] = "red"
+	if err := c.Update(context.Background(), live, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := gitsyncIn(t, ns, "diff", dir)
+	wantCode(t, r, 1)
+	if diff := cmp.Diff([]string{"~ ConfigMap/" + ns + "/edited (configure)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("change lines (-want +got):\n%s\n%s", diff, r)
+	}
+	if !strings.Contains(r.stdout, "+  color: blue") {
+		t.Errorf("diff lacks the value taken back:\n%s", r)
+	}
+}
+
+// TestDiffWithoutNameKeepsOwnerLabels: objects applied with --name are in
+// sync for a diff without it, and an apply without it leaves their owner
+// labels alone.
+func TestDiffWithoutNameKeepsOwnerLabels(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "v")})
+	wantCode(t, gitsyncIn(t, ns, "apply", dir, "--name", "web"), 0)
+
+	r := gitsyncIn(t, ns, "diff", dir)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "In sync") {
+		t.Errorf("diff without --name:\n%s", r)
+	}
+
+	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "changed")})
+	r = gitsyncIn(t, ns, "apply", dir)
+	wantCode(t, r, 0)
+	live := &corev1.ConfigMap{}
+	if err := testClient(t).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "a"}, live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Data["k"] != "changed" || !inventory.OwnedBy(live.Labels, "web", ns) {
+		t.Errorf("apply without --name: data %v, labels %v; want the change and sync web's owner labels", live.Data, live.Labels)
+	}
+	wantCode(t, gitsyncIn(t, ns, "diff", dir, "--name", "web"), 0)
 }
