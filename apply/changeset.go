@@ -74,19 +74,33 @@ func (cs *ChangeSet) Failed() []Entry {
 	return out
 }
 
-// Err joins the errors of the failed entries; nil when none failed. Skipped
-// entries are not errors by themselves: they are skipped because of a failure
-// that Err already reports.
+// Err joins the errors of the failed and skipped entries; nil when every
+// object was applied. A skipped object was not applied (its kind is not
+// served, or its CRD failed), so the set is not in the cluster either way.
 func (cs *ChangeSet) Err() error {
 	var errs []error
-	for _, e := range cs.Failed() {
+	for _, e := range cs.Entries {
+		if e.Action != Failed && e.Action != Skipped {
+			continue
+		}
 		err := e.Err
 		if err == nil {
-			err = fmt.Errorf("%s failed", e.Subject)
+			err = fmt.Errorf("%s %s", e.Subject, e.Action)
 		}
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// Skipped returns the entries whose action is Skipped.
+func (cs *ChangeSet) Skipped() []Entry {
+	var out []Entry
+	for _, e := range cs.Entries {
+		if e.Action == Skipped {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Changed reports whether any object was created, configured or pruned.

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,6 +28,46 @@ func TestSummary(t *testing.T) {
 			}
 			if got := cs.Summary(); got != tt.want {
 				t.Errorf("Summary() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrReportsFailedAndSkipped(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    []string // substrings of Err(); nil means Err() is nil
+	}{
+		{name: "all applied", entries: []Entry{{Subject: "A", Action: Created}, {Subject: "B", Action: Unchanged}}},
+		{name: "a failed entry", entries: []Entry{{Subject: "A", Action: Failed, Err: errors.New("A apply failed: boom")}}, want: []string{"A apply failed: boom"}},
+		{
+			name:    "a skipped entry alone is not success",
+			entries: []Entry{{Subject: "Widget/ns/w", Action: Skipped, Err: errors.New("Widget/ns/w skipped: kind not served")}, {Subject: "B", Action: Created}},
+			want:    []string{"Widget/ns/w skipped: kind not served"},
+		},
+		{name: "skipped without a reason", entries: []Entry{{Subject: "W", Action: Skipped}}, want: []string{"W skipped"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cs ChangeSet
+			for _, e := range tt.entries {
+				cs.Add(e)
+			}
+			err := cs.Err()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Err() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Err() = nil, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Err() = %q, want it to contain %q", err, w)
+				}
 			}
 		})
 	}

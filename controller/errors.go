@@ -69,6 +69,11 @@ func classifyApply(cs *apply.ChangeSet, runErr error) error {
 	}
 	failed := cs.Failed()
 	if len(failed) == 0 {
+		if len(cs.Skipped()) > 0 {
+			// Kinds not served yet: their CRD may come from another
+			// GitSync, so try again; the set is not applied meanwhile.
+			return retry(v1.ReasonApplyFailed, cs.Err())
+		}
 		return nil
 	}
 	reason := v1.ReasonApplyFailed
