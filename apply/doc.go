@@ -13,6 +13,12 @@
 // Immutable-field changes are *ImmutableError unless the object opts in to
 // recreation (RecreateAnnotation) or Force is set. Apply never prunes.
 //
+// Without Options.OwnerLabels an object keeps the owner labels its live
+// object carries: only a named sync changes ownership. A dry run
+// (Options.DryRun) writes nothing but takes the same path as server-side
+// dry-runs, new objects included, so an entry fails with the error the real
+// apply would report.
+//
 // A cache lags the apiserver by a watch event: an Apply right after another
 // may see the previous state and re-send a no-op apply (reported as
 // configured). Callers that need the second run to be free wait for the cache

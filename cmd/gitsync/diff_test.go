@@ -325,17 +325,19 @@ func TestDiffValidatesNewObjects(t *testing.T) {
 	}
 }
 
-// TestDiffKubectlEditIsAChange: a field taken by kubectl edit is drift that
-// apply takes back, so diff shows a configure, not a conflict.
-func TestDiffKubectlEditIsAChange(t *testing.T) {
+// TestDiffConflicts: a field taken by kubectl edit is drift that apply takes
+// back, so diff shows a configure; a field another controller owns would fail
+// the apply (2), unless apply --dry-run --force previews taking it.
+func TestDiffConflicts(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.yaml": configMap("edited", "color", "blue")})
 	wantCode(t, gitsyncIn(t, ns, "apply", dir), 0)
 	c := testClient(t)
+	key := client.ObjectKey{Namespace: ns, Name: "edited"}
 	live := &corev1.ConfigMap{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "edited"}, live); err != nil {
+	if err := c.Get(context.Background(), key, live); err != nil {
 		t.Fatal(err)
 	}
 	live.Data["color"] = "red"
@@ -346,10 +348,28 @@ func TestDiffKubectlEditIsAChange(t *testing.T) {
 	r := gitsyncIn(t, ns, "diff", dir)
 	wantCode(t, r, 1)
 	if diff := cmp.Diff([]string{"~ ConfigMap/" + ns + "/edited (configure)"}, changeLines(r.stdout)); diff != "" {
-		t.Errorf("change lines (-want +got):\n%s\n%s", diff, r)
+		t.Errorf("kubectl edit: change lines (-want +got):\n%s\n%s", diff, r)
 	}
 	if !strings.Contains(r.stdout, "+  color: blue") {
 		t.Errorf("diff lacks the value taken back:\n%s", r)
+	}
+
+	if err := c.Get(context.Background(), key, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Data["color"] = "green"
+	if err := c.Update(context.Background(), live, client.FieldOwner("some-operator")); err != nil {
+		t.Fatal(err)
+	}
+	r = gitsyncIn(t, ns, "diff", dir)
+	wantCode(t, r, 2)
+	if want := "! ConfigMap/" + ns + "/edited (would fail: conflict with field manager \"some-operator\" owns .data.color"; !strings.Contains(r.stdout, want) {
+		t.Errorf("other manager: diff lacks %q:\n%s", want, r)
+	}
+	r = gitsyncIn(t, ns, "apply", dir, "--dry-run", "--force")
+	wantCode(t, r, 0)
+	if diff := cmp.Diff([]string{"~ ConfigMap/" + ns + "/edited (configure)"}, changeLines(r.stdout)); diff != "" {
+		t.Errorf("apply --dry-run --force: change lines (-want +got):\n%s\n%s", diff, r)
 	}
 }
 
