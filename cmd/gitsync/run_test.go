@@ -89,10 +89,7 @@ func httpGet(url string) (int, string) {
 
 func gitsyncClient(t *testing.T) client.Client {
 	t.Helper()
-	if err := gitsyncv1.AddToScheme(env.Scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: cliScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
