@@ -94,6 +94,9 @@ func TestSyncLifecycle(t *testing.T) {
 	if !strings.Contains(gs.Status.LastAppliedRevision, commit1) {
 		t.Errorf("lastAppliedRevision = %q, want commit %s", gs.Status.LastAppliedRevision, commit1)
 	}
+	if gs.Status.LastAppliedTime == nil {
+		t.Error("lastAppliedTime not set after the first sync")
+	}
 	if n := gs.Status.Inventory; n == nil || len(n.Entries) != 2 {
 		t.Errorf("inventory = %+v, want 2 entries", n)
 	}

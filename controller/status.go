@@ -48,8 +48,9 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 		if out.attempted != "" {
 			s.LastAttemptedRevision = out.attempted
 		}
-		if out.applied != "" {
-			s.LastAppliedRevision = out.applied
+		if out.applied != "" && out.applied != s.LastAppliedRevision {
+			now := metav1.NewTime(r.clock.Now()).Rfc3339Copy()
+			s.LastAppliedRevision, s.LastAppliedTime = out.applied, &now
 		}
 		if out.inventory != nil {
 			s.Inventory = statusInventory(out.inventory)

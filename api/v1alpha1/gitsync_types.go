@@ -237,6 +237,12 @@ type GitSyncStatus struct {
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
 
+	// LastAppliedTime is when LastAppliedRevision last changed. It is not
+	// rewritten while the revision stays the same, so a converged GitSync
+	// writes nothing.
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+
 	// Inventory lists the objects applied by the last successful reconcile.
 	// +optional
 	Inventory *Inventory `json:"inventory,omitempty"`

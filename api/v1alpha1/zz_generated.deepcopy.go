@@ -151,6 +151,10 @@ func (in *GitSyncStatus) DeepCopyInto(out *GitSyncStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.LastAppliedTime != nil {
+		in, out := &in.LastAppliedTime, &out.LastAppliedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Inventory != nil {
 		in, out := &in.Inventory, &out.Inventory
 		*out = new(Inventory)

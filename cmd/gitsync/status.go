@@ -151,7 +151,9 @@ func (o *StatusOptions) printTable(items []gitsyncv1.GitSync) error {
 		ready, since, msg := "Unknown", "<none>", ""
 		if c := meta.FindStatusCondition(gs.Status.Conditions, gitsyncv1.ConditionReady); c != nil {
 			ready, msg = string(c.Status), c.Message
-			since = o.age(c.LastTransitionTime)
+		}
+		if t := gs.Status.LastAppliedTime; t != nil {
+			since = o.age(*t)
 		}
 		if gs.Spec.Suspend {
 			ready += " (suspended)"

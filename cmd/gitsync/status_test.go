@@ -79,11 +79,15 @@ func TestStatus(t *testing.T) {
 	c := statusClient(t)
 	ns, other := env.Namespace(t), env.Namespace(t)
 	commit := strings.Repeat("0123456789", 4)
+	// Ready since an hour, the last revision applied five minutes ago: the
+	// column shows the latter.
+	applied := metav1.NewTime(time.Now().Add(-5 * time.Minute))
 	createGitSync(t, c, ns, "web", gitsyncv1.GitSyncStatus{
 		LastAppliedRevision: "main@sha1:" + commit,
+		LastAppliedTime:     &applied,
 		Conditions: []metav1.Condition{{
 			Type: gitsyncv1.ConditionReady, Status: metav1.ConditionTrue, Reason: gitsyncv1.ReasonSucceeded,
-			Message: "Applied revision main@sha1:0123456789ab", LastTransitionTime: metav1.NewTime(time.Now().Add(-5 * time.Minute)),
+			Message: "Applied revision main@sha1:0123456789ab", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)),
 		}},
 	})
 	createGitSync(t, c, ns, "api", gitsyncv1.GitSyncStatus{})
