@@ -10,12 +10,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -221,4 +223,49 @@ func displayURL(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// DefaultBranch returns the branch the remote's HEAD points to (what `git
+// clone` checks out), for callers that were given no ref. It costs one
+// listing. A remote that does not advertise HEAD as a symbolic ref is
+// matched by commit against its branches, preferring main and master;
+// when nothing matches it is ErrRefNotFound.
+func (f *Fetcher) DefaultBranch(ctx context.Context, src Source) (string, error) {
+	ctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	auth, err := f.transportAuth(src)
+	if err != nil {
+		return "", gitErr(src, "list refs", err)
+	}
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
+	list, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: caData(src.Auth)})
+	if err != nil {
+		return "", gitErr(src, "list refs", err)
+	}
+	var head plumbing.Hash
+	for _, r := range list {
+		if r.Name() != plumbing.HEAD {
+			continue
+		}
+		if r.Type() == plumbing.SymbolicReference && r.Target().IsBranch() {
+			return r.Target().Short(), nil
+		}
+		head = r.Hash()
+	}
+	var branches []string
+	for _, r := range list {
+		if r.Name().IsBranch() && r.Type() == plumbing.HashReference && !head.IsZero() && r.Hash() == head {
+			branches = append(branches, r.Name().Short())
+		}
+	}
+	for _, preferred := range []string{"main", "master"} {
+		if slices.Contains(branches, preferred) {
+			return preferred, nil
+		}
+	}
+	if len(branches) > 0 {
+		slices.Sort(branches)
+		return branches[0], nil
+	}
+	return "", gitErr(src, "resolve", fmt.Errorf("remote HEAD names no branch: %w", ErrRefNotFound))
 }

@@ -474,3 +474,22 @@ func TestCheckoutRejectsEntryThroughSymlink(t *testing.T) {
 		t.Errorf("failed Checkout left %d work dirs behind", len(work))
 	}
 }
+
+// TestDefaultBranch: with no ref given, the remote's HEAD names the branch,
+// whatever it is called, over every transport.
+func TestDefaultBranch(t *testing.T) {
+	tr := newTransports(t)
+	repo := newTestRepo(t, tr.root, "app")
+	repo.commit("one", map[string]string{"a.yaml": "a: 1\n"})
+	repo.git("branch", "-m", "main", "trunk")
+	repo.git("branch", "other")
+	f := newTestFetcher(t)
+	for proto, src := range tr.sources("app", Ref{}) {
+		t.Run(proto, func(t *testing.T) {
+			got, err := f.DefaultBranch(t.Context(), src)
+			if err != nil || got != "trunk" {
+				t.Fatalf("DefaultBranch = %q, %v; want trunk", got, err)
+			}
+		})
+	}
+}

@@ -55,7 +55,7 @@ immutable field, a field another manager owns): apply would fail the same way.
 Unchanged objects are listed with -v. Secret values are always masked.
 
 A local directory is read as it is on disk, uncommitted files included. With
---url the repository is fetched at --branch (default "main"), --tag, --semver
+--url the repository is fetched at --branch (default: its default branch), --tag, --semver
 or --commit.
 
 Credentials for --url come from $GITSYNC_GIT_USERNAME and $GITSYNC_GIT_PASSWORD

@@ -14,8 +14,6 @@ import (
 	"gitsync.dev/gitsync/source"
 )
 
-// defaultBranch is followed when --url is given without a ref flag.
-const defaultBranch = "main"
 
 // SourceOptions select the manifests: a local directory, read as it is on
 // disk (uncommitted files included), or a path of a remote repository at a
@@ -27,7 +25,7 @@ type SourceOptions struct {
 	// path read through Git, so only committed files count).
 	URL string
 	// Branch, Tag, Semver and Commit select the revision of URL; at most one
-	// is set, and Branch defaults to "main".
+	// is set; with none, the remote's default branch is followed.
 	Branch, Tag, Semver, Commit string
 	// Path is the directory inside the repository (or inside Dir) to render.
 	Path string
@@ -48,7 +46,7 @@ const (
 // AddFlags registers --url, the ref flags and --path.
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "url", "", "Git repository to read instead of a local directory (https://, ssh://, git@host:org/repo, file://).")
-	fs.StringVar(&o.Branch, "branch", "", "Branch of --url to follow (default \""+defaultBranch+"\").")
+	fs.StringVar(&o.Branch, "branch", "", "Branch of --url to follow (default: the remote's default branch).")
 	fs.StringVar(&o.Tag, "tag", "", "Tag of --url to read.")
 	fs.StringVar(&o.Semver, "semver", "", "Semver range; reads the highest tag of --url that satisfies it, e.g. \"~1.4\".")
 	fs.StringVar(&o.Commit, "commit", "", "Full 40-hex commit of --url to read.")
@@ -222,12 +220,6 @@ func workTreeTop(dir string) string {
 // directory and renders Path from it.
 func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 	src := source.Source{URL: o.URL, Path: o.Path, Ref: source.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}}
-	if src.Ref == (source.Ref{}) {
-		src.Ref.Branch = defaultBranch
-	}
-	if err := src.Validate(); err != nil {
-		return nil, err
-	}
 	auth, err := o.auth()
 	if err != nil {
 		return nil, err
@@ -242,6 +234,15 @@ func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 	opts.Dir = tmp
 	f, err := source.NewFetcher(opts)
 	if err != nil {
+		return nil, err
+	}
+	if src.Ref == (source.Ref{}) {
+		// No ref flag: follow what `git clone` would check out.
+		if src.Ref.Branch, err = f.DefaultBranch(ctx, src); err != nil {
+			return nil, err
+		}
+	}
+	if err := src.Validate(); err != nil {
 		return nil, err
 	}
 	rev, err := f.Resolve(ctx, src)

@@ -49,7 +49,7 @@ func TestDiffURLOverHTTP(t *testing.T) {
 	root := t.TempDir()
 	repo := filepath.Join(root, "app.git")
 	writeFiles(t, repo, map[string]string{"deploy/a.yaml": configMap("a", "v", "1"), "README.md": "not a manifest\n"})
-	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "init", "-q", "-b", "trunk") // not "main": no ref flag follows the remote's HEAD
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "v1")
 	git(t, repo, "tag", "v1.0.0")
@@ -66,7 +66,7 @@ func TestDiffURLOverHTTP(t *testing.T) {
 		want []string
 	}{
 		"default branch": {nil, two},
-		"branch":         {[]string{"--branch", "main"}, two},
+		"branch":         {[]string{"--branch", "trunk"}, two},
 		"tag":            {[]string{"--tag", "v1.0.0"}, one},
 		"semver":         {[]string{"--semver", "^1.0"}, one},
 		"commit":         {[]string{"--commit", first}, one},
