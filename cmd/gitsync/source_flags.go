@@ -14,7 +14,6 @@ import (
 	"gitsync.dev/gitsync/source"
 )
 
-
 // SourceOptions select the manifests: a local directory, read as it is on
 // disk (uncommitted files included), or a path of a remote repository at a
 // branch, tag, semver range or commit.
