@@ -1,0 +1,326 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pprofDir, when set, builds the agent with bench/testdata/agent_pprof.go
+// added through `go build -overlay` (pprof on a loopback port; the work tree
+// is not changed) and saves a CPU profile of the convergence and a heap
+// profile after it there. Figures of such a run are not the ones to quote.
+var pprofDir = os.Getenv("GITSYNC_BENCH_PPROF_DIR")
+
+// buildAgent builds cmd/gitsync into dir and returns the binary's path.
+func buildAgent(b *testing.B, dir string) string {
+	b.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gitsync")
+	args := []string{"build", "-o", bin}
+	if pprofDir != "" {
+		overlay, err := json.Marshal(map[string]map[string]string{"Replace": {
+			filepath.Join(root, "cmd", "gitsync", "zz_bench_pprof.go"): filepath.Join(root, "bench", "testdata", "agent_pprof.go"),
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(dir, "overlay.json")
+		if err := os.WriteFile(path, overlay, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		args = append(args, "-overlay", path)
+	}
+	cmd := exec.Command("go", append(args, "./cmd/gitsync")...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/gitsync: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// scaleAgent is a `gitsync run` child process.
+type scaleAgent struct {
+	cmd                   *exec.Cmd
+	logPath               string
+	metrics, health, prof string
+	done                  chan struct{}
+}
+
+func freeLoopback(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startAgent starts bin as the agent of the whole cluster and waits until it
+// is ready (CRD installed, caches synced). It is stopped when b ends.
+func startAgent(b *testing.B, bin, kubeconfig string, concurrent int) *scaleAgent {
+	b.Helper()
+	dir := b.TempDir()
+	a := &scaleAgent{logPath: filepath.Join(dir, "agent.log"), metrics: freeLoopback(b), health: freeLoopback(b), done: make(chan struct{})}
+	logFile, err := os.Create(a.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.cmd = exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--install-crds", "--leader-elect=false",
+		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", "",
+		"--concurrent", strconv.Itoa(concurrent), "--cache-dir", filepath.Join(dir, "cache"), "--log-format", "json")
+	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if pprofDir != "" {
+		a.prof = freeLoopback(b)
+		a.cmd.Env = append(os.Environ(), "GITSYNC_PPROF_ADDR="+a.prof)
+	}
+	if err := a.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = a.cmd.Wait(); _ = logFile.Close(); close(a.done) }()
+	b.Cleanup(a.stop)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if code, _ := get("http://" + a.health + "/readyz"); code == http.StatusOK {
+			return a
+		}
+		select {
+		case <-a.done:
+			b.Fatalf("gitsync run exited before it was ready:\n%s", a.logTail(40))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("gitsync run not ready after 2m:\n%s", a.logTail(40))
+		}
+	}
+}
+
+// stop sends SIGTERM and kills the agent if it has not ended after 30s.
+func (a *scaleAgent) stop() {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+func (a *scaleAgent) logTail(n int) string {
+	data, _ := os.ReadFile(a.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// logErrors counts the agent's log lines at error level.
+func (a *scaleAgent) logErrors() (int, string) {
+	data, _ := os.ReadFile(a.logPath)
+	n, first := 0, ""
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.Contains(line, `"level":"error"`) {
+			if n == 0 {
+				first = line
+			}
+			n++
+		}
+	}
+	return n, first
+}
+
+// procMem reads VmRSS and VmHWM (peak RSS) of pid, in MiB.
+func procMem(pid int) (rss, hwm float64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			hwm = kb / 1024
+		}
+	}
+	return rss, hwm, sc.Err()
+}
+
+// procCPU is the user+system CPU time pid has used.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15 of the whole line, in clock ticks (USER_HZ = 100).
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	st, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// controlPlanePIDs finds the etcd and kube-apiserver this test process
+// started (testenv runs them as children).
+func controlPlanePIDs() map[string]int {
+	out := map[string]int{}
+	entries, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		comm, rest := s[open+1:end], strings.Fields(s[end+2:])
+		if len(rest) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(rest[1]); ppid == self && (comm == "etcd" || comm == "kube-apiserver") {
+			out[comm] = pid
+		}
+	}
+	return out
+}
+
+// promSample is the agent's /metrics reduced to what the benchmark reads.
+type promSample struct {
+	// requests counts rest_client_requests_total by method.
+	requests map[string]float64
+	// reconciles counts gitsync_reconcile_duration_seconds_count by result.
+	reconciles map[string]float64
+	heapInuse  float64
+}
+
+func (p promSample) total(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+func scrapeAgent(addr string) (promSample, error) {
+	code, body := get("http://" + addr + "/metrics")
+	if code != http.StatusOK {
+		return promSample{}, fmt.Errorf("/metrics answered %d: %.200s", code, body)
+	}
+	p := promSample{requests: map[string]float64{}, reconciles: map[string]float64{}}
+	for line := range strings.SplitSeq(body, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		name, labels := line[:sp], ""
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name, labels = name[:i], name[i:]
+		}
+		switch name {
+		case "rest_client_requests_total":
+			p.requests[label(labels, "method")] += v
+		case "gitsync_reconcile_duration_seconds_count":
+			p.reconciles[label(labels, "result")] += v
+		case "go_memstats_heap_inuse_bytes":
+			p.heapInuse = v
+		}
+	}
+	return p, nil
+}
+
+// label returns the value of name in a Prometheus label set `{a="x",b="y"}`.
+func label(set, name string) string {
+	_, after, ok := strings.Cut(set, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, `"`)
+	return v
+}
+
+func diffCounts(later, earlier map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range later {
+		if d := v - earlier[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = io.Copy(&buf, resp.Body)
+	return resp.StatusCode, buf.String()
+}
+
+// saveProfile fetches a pprof endpoint of the agent into pprofDir/name.
+func (a *scaleAgent) saveProfile(b *testing.B, path, name string) {
+	if a.prof == "" {
+		return
+	}
+	resp, err := http.Get("http://" + a.prof + path)
+	if err != nil {
+		b.Logf("pprof %s: %v", path, err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(pprofDir, name))
+	if err != nil {
+		b.Logf("pprof %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Logf("pprof %s: %v", path, err)
+	}
+}
