@@ -41,6 +41,9 @@ type Applier struct {
 //
 // The REST mapper is discovery-backed and lazy: a kind it does not know (a CRD
 // applied in the first stage) triggers a re-discovery of just that group.
+// Options.Mapper and Options.HTTPClient share a mapper and a connection pool
+// between Appliers of one cluster; the client-side rate limit is cfg's
+// (cfg.RateLimiter, when set, is one budget for every client built from cfg).
 func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
 	if cfg == nil {
 		return nil, errors.New("apply: rest config is required")
@@ -58,13 +61,9 @@ func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
 	if opts.RecreateTimeout <= 0 {
 		opts.RecreateTimeout = def.RecreateTimeout
 	}
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, mapper, err := clientsFor(cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("apply: http client: %w", err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("apply: rest mapper: %w", err)
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
@@ -78,6 +77,25 @@ func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
 		live = c
 	}
 	return &Applier{opts: opts, live: live, dyn: dyn, mapper: mapper, differ: differ}, nil
+}
+
+// clientsFor returns the HTTP client and REST mapper of opts, building
+// whichever is not shared.
+func clientsFor(cfg *rest.Config, opts Options) (*http.Client, meta.RESTMapper, error) {
+	hc, mapper := opts.HTTPClient, opts.Mapper
+	if hc == nil {
+		var err error
+		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, nil, fmt.Errorf("apply: http client: %w", err)
+		}
+	}
+	if mapper == nil {
+		var err error
+		if mapper, err = apiutil.NewDynamicRESTMapper(cfg, hc); err != nil {
+			return nil, nil, fmt.Errorf("apply: rest mapper: %w", err)
+		}
+	}
+	return hc, mapper, nil
 }
 
 // Apply makes the cluster match objs and reports one entry per object, in the

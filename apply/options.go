@@ -1,7 +1,10 @@
 package apply
 
 import (
+	"net/http"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"gitsync.dev/gitsync/inventory"
 )
@@ -51,6 +54,21 @@ type Options struct {
 	// RecreateTimeout bounds the wait for a deleted object to be gone before it
 	// is created again (finalizers can hold it).
 	RecreateTimeout time.Duration
+	// HTTPClient, when set, is the connection pool the Applier sends through,
+	// shared with every other client of the same cluster and identity (the
+	// agent passes its manager's, or one per impersonated ServiceAccount).
+	// It must carry the rest config's credentials and impersonation. When
+	// nil, New builds one from the rest config: fine for one Applier per
+	// process (the CLI), wasteful for one per GitSync.
+	HTTPClient *http.Client
+	// Mapper, when set, maps kinds to resources for this Applier and is
+	// shared with others of the same cluster, so discovery runs once per
+	// cluster instead of once per Applier (two requests and ~220 KB each).
+	// It must re-discover a group on a NoMatch, as
+	// apiutil.NewDynamicRESTMapper (and so a controller-runtime manager's
+	// mapper) does: that is how kinds of CRDs applied in the first stage
+	// become known. When nil, New builds such a mapper.
+	Mapper meta.RESTMapper
 }
 
 // DefaultTakeOverManagers are kubectl's field managers: fields they own are

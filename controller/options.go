@@ -48,6 +48,16 @@ type Options struct {
 	Jitter float64
 	// Metrics, when set, receives reconcile, apply and prune counts.
 	Metrics *Metrics
+	// QPS and Burst are the client-side request budget of all GitSyncs
+	// writing to one cluster together (applies, dry-runs, prunes): one
+	// token bucket per cluster, so the agent's request rate does not grow
+	// with the number of GitSyncs or MaxConcurrentReconciles. The default is
+	// above what the benchmark's apiserver sustains (~640 applies/s on two
+	// cores, bench/RESULTS.md), so it caps a runaway rather than pacing
+	// normal work; the apiserver's priority and fairness shares it with
+	// other clients. QPS <= 0 turns client-side limiting off.
+	QPS   float32
+	Burst int
 }
 
 // DefaultOptions returns the options `gitsync run` starts from.
@@ -60,6 +70,8 @@ func DefaultOptions() Options {
 		MinBackoff:              time.Second,
 		PruneMaxShare:           inventory.DefaultPruneOptions().MaxShare,
 		Jitter:                  0.1,
+		QPS:                     1000,
+		Burst:                   2000,
 	}
 }
 

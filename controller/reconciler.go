@@ -71,7 +71,8 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		runCtx:    context.Background(),
 	}
 	r.targets = &targets{
-		cfg: mgr.GetConfig(), cache: mgr.GetCache(), scheme: mgr.GetScheme(),
+		local: newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), opts.QPS, opts.Burst),
+		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,
 		base: opts.Apply, allowExec: opts.AllowExecPlugins, runCtx: r.baseContext,
 		byKey: map[types.NamespacedName]*target{},
 	}

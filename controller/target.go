@@ -31,16 +31,23 @@ type target struct {
 	cache            cache.Cache
 	// stop ends a remote cluster's cache; nil for the local cluster.
 	stop context.CancelFunc
+	// release gives back the target's share of its cluster's clients.
+	release func()
 }
 
 // targets keeps one target per GitSync, rebuilt when what it depends on
 // changes.
 type targets struct {
-	cfg       *rest.Config
+	// local are the local cluster's shared clients (the manager's mapper
+	// and HTTP client).
+	local     *clusterClients
 	cache     cache.Cache
 	scheme    *runtime.Scheme
 	base      apply.Options
 	allowExec bool
+	// qps and burst are the client-side request budget of each cluster.
+	qps   float32
+	burst int
 	// runCtx bounds remote caches: the manager's lifetime.
 	runCtx func() context.Context
 
@@ -104,7 +111,7 @@ func defaultNamespace(gs *v1.GitSync) string {
 }
 
 func (t *targets) build(gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, error) {
-	cfg, live := rest.CopyConfig(t.cfg), t.cache
+	clients, live := t.local, t.cache
 	tgt := &target{}
 	if kubeconfig != nil {
 		remote, err := restConfigFromSecret(kubeconfig, gs.Spec.KubeConfig.SecretRef.Key, t.allowExec)
@@ -115,20 +122,28 @@ func (t *targets) build(gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, err
 		if err != nil {
 			return nil, retry(v1.ReasonApplyFailed, err)
 		}
-		cfg, live, tgt.stop = remote, cl.GetCache(), stop
+		clients = newClusterClients(remote, cl.GetRESTMapper(), cl.GetHTTPClient(), t.qps, t.burst)
+		live, tgt.stop = cl.GetCache(), stop
 	}
+	user := ""
 	if sa := gs.Spec.ServiceAccountName; sa != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", gs.Namespace, sa)}
+		user = fmt.Sprintf("system:serviceaccount:%s:%s", gs.Namespace, sa)
 	}
+	id, err := clients.forUser(user)
+	if err != nil {
+		return nil, errors.Join(retry(v1.ReasonApplyFailed, err), tgt.close())
+	}
+	tgt.release = id.release
 	opts := t.base
 	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
 	opts.DefaultNamespace = defaultNamespace(gs)
 	opts.Force = gs.Spec.Force
-	applier, err := apply.New(cfg, live, opts)
+	opts.HTTPClient, opts.Mapper = id.hc, clients.mapper
+	applier, err := apply.New(id.cfg, live, opts)
 	if err != nil {
 		return nil, errors.Join(err, tgt.close())
 	}
-	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: t.scheme})
+	direct, err := client.NewWithWatch(id.cfg, client.Options{Scheme: t.scheme, HTTPClient: id.hc, Mapper: clients.mapper})
 	if err != nil {
 		return nil, errors.Join(err, tgt.close())
 	}
@@ -152,7 +167,13 @@ func (t *targets) startRemote(cfg *rest.Config) (cluster.Cluster, context.Cancel
 }
 
 func (tgt *target) close() error {
-	if tgt != nil && tgt.stop != nil {
+	if tgt == nil {
+		return nil
+	}
+	if tgt.release != nil {
+		tgt.release()
+	}
+	if tgt.stop != nil {
 		tgt.stop()
 	}
 	return nil

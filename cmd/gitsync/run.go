@@ -68,6 +68,10 @@ type RunOptions struct {
 	// credential plugins inside the agent.
 	AllowKubeconfigExec bool
 	PruneMaxShare       float64
+	// KubeAPIQPS and KubeAPIBurst are the client-side request budget all
+	// GitSyncs share per target cluster (controller.Options.QPS, Burst).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// LogFormat is json, console, or auto (console on a terminal, else JSON).
 	LogFormat string
 	// Verbose raises the log level to debug.
@@ -111,6 +115,8 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.BoolVar(&o.InstallCRDs, "install-crds", false, "Apply the GitSync CustomResourceDefinition before starting.")
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "Directory for Git object stores and checkouts (default: a gitsync directory in the user cache dir).")
 	fs.Float64Var(&o.PruneMaxShare, "prune-max-share", controller.DefaultOptions().PruneMaxShare, "Refuse to prune more than this share (0..1] of a GitSync's objects at once, counted above ten objects; 0 disables. A GitSync's gitsync.dev/prune-max-share annotation overrides it.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", controller.DefaultOptions().QPS, "Requests per second all GitSyncs together may send to one cluster (one budget per cluster, not per GitSync); 0 disables client-side limiting.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", controller.DefaultOptions().Burst, "Burst of the per-cluster request budget (--kube-api-qps).")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.StringVar(&o.LogFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "Log at debug level.")
@@ -256,6 +262,7 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	opts.MaxConcurrentReconciles = o.Concurrent
 	opts.AllowExecPlugins = o.AllowKubeconfigExec
 	opts.PruneMaxShare = o.PruneMaxShare
+	opts.QPS, opts.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	return controller.New(mgr, opts)
 }
 
