@@ -15,10 +15,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -75,7 +78,26 @@ type FetcherOptions struct {
 	// MaxCheckoutBytes caps the bytes Checkout writes, against repositories
 	// that would fill the disk. 0 means no cap.
 	MaxCheckoutBytes int64
+	// MaxOpenRepos bounds the object stores kept open between fetches; the
+	// least recently used one beyond it is closed (it stays on disk, and
+	// re-opening it is cheap). Without a bound every URL a GitSync ever
+	// named, deleted GitSyncs included, would keep its store and object
+	// cache for the life of the process. 0 means DefaultMaxOpenRepos.
+	MaxOpenRepos int
+	// ObjectCacheBytes is the decoded-object cache of each open store.
+	// go-git's default is 96 MiB per repository; rendering reads each tree
+	// and blob of a commit about once, so a few MiB keep the commits and
+	// trees that fetch checks reuse. 0 means DefaultObjectCacheBytes.
+	ObjectCacheBytes int64
 }
+
+// DefaultMaxOpenRepos and DefaultObjectCacheBytes bound the memory of open
+// object stores to 64 × 2 MiB of object cache (plus what go-git keeps per
+// store) however many repositories the Fetcher has seen.
+const (
+	DefaultMaxOpenRepos           = 64
+	DefaultObjectCacheBytes int64 = 2 << 20
+)
 
 // DefaultFetcherOptions returns shallow fetches, a 50-commit window for
 // rewrite detection, a 2 minute timeout and a 1 GiB checkout cap.
@@ -85,23 +107,32 @@ func DefaultFetcherOptions() FetcherOptions {
 		HistoryDepth:     50,
 		Timeout:          2 * time.Minute,
 		MaxCheckoutBytes: 1 << 30,
+		MaxOpenRepos:     DefaultMaxOpenRepos,
+		ObjectCacheBytes: DefaultObjectCacheBytes,
 	}
 }
 
 // Fetcher resolves refs against remotes and fetches commits into local
 // object stores under FetcherOptions.Dir. It is safe for concurrent use;
-// fetches into the same repository are serialised.
+// fetches into the same repository are serialised. At most
+// FetcherOptions.MaxOpenRepos stores stay open between uses.
 type Fetcher struct {
 	opts FetcherOptions
 
 	mu    sync.Mutex
 	repos map[string]*localRepo
+	// tick orders uses of the stores, for closing the least recently used.
+	tick uint64
 }
 
 // localRepo is the bare object store of one remote.
 type localRepo struct {
 	mu   sync.Mutex // held for fetches and ref updates
 	repo *git.Repository
+	// users (how many calls hold it) and used (the Fetcher's tick at its
+	// last use) are guarded by Fetcher.mu; a store in use is never closed.
+	users int
+	used  uint64
 }
 
 // NewFetcher validates opts and creates opts.Dir.
@@ -109,8 +140,15 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("fetcher options invalid: Dir is required")
 	}
-	if opts.Depth < 0 || opts.HistoryDepth < 0 || opts.Timeout < 0 || opts.MaxCheckoutBytes < 0 {
+	if opts.Depth < 0 || opts.HistoryDepth < 0 || opts.Timeout < 0 || opts.MaxCheckoutBytes < 0 ||
+		opts.MaxOpenRepos < 0 || opts.ObjectCacheBytes < 0 {
 		return nil, errors.New("fetcher options invalid: negative value")
+	}
+	if opts.MaxOpenRepos == 0 {
+		opts.MaxOpenRepos = DefaultMaxOpenRepos
+	}
+	if opts.ObjectCacheBytes == 0 {
+		opts.ObjectCacheBytes = DefaultObjectCacheBytes
 	}
 	for _, d := range []string{"repos", "work", "known_hosts"} {
 		if err := os.MkdirAll(filepath.Join(opts.Dir, d), 0o700); err != nil {
@@ -181,25 +219,78 @@ func caData(a *Auth) []byte {
 	return a.CAData
 }
 
-// repo opens (creating on first use) the bare object store for url.
+// repo opens (creating on first use) the bare object store for url and
+// holds it for the caller, who gives it back with done.
 func (f *Fetcher) repo(src Source) (*localRepo, error) {
 	key := repoKey(src.URL)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if lr, ok := f.repos[key]; ok {
-		return lr, nil
+	f.tick++
+	lr, ok := f.repos[key]
+	if !ok {
+		r, err := f.openStore(filepath.Join(f.opts.Dir, "repos", key))
+		if err != nil {
+			return nil, gitErr(src, "open local store", err)
+		}
+		lr = &localRepo{repo: r}
+		f.repos[key] = lr
 	}
-	dir := filepath.Join(f.opts.Dir, "repos", key)
-	r, err := git.PlainOpen(dir)
-	if errors.Is(err, git.ErrRepositoryNotExists) {
-		r, err = git.PlainInit(dir, true)
-	}
-	if err != nil {
-		return nil, gitErr(src, "open local store", err)
-	}
-	lr := &localRepo{repo: r}
-	f.repos[key] = lr
+	lr.users++
+	lr.used = f.tick
+	f.closeIdleLocked()
 	return lr, nil
+}
+
+// done gives back a store repo handed out.
+func (f *Fetcher) done(lr *localRepo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lr.users--
+	f.closeIdleLocked()
+}
+
+// closeIdleLocked drops least recently used stores nobody holds until at
+// most MaxOpenRepos are open; f.mu is held. Dropping a store releases its
+// object cache and pack indexes; its files stay.
+func (f *Fetcher) closeIdleLocked() {
+	for len(f.repos) > f.opts.MaxOpenRepos {
+		var oldest string
+		for key, lr := range f.repos {
+			if lr.users == 0 && (oldest == "" || lr.used < f.repos[oldest].used) {
+				oldest = key
+			}
+		}
+		if oldest == "" {
+			return // every store is in use; closed when given back
+		}
+		closeStore(f.repos[oldest].repo)
+		delete(f.repos, oldest)
+	}
+}
+
+// openStore opens (or creates) the bare repository in dir with a bounded
+// object cache instead of go-git's 96 MiB default.
+func (f *Fetcher) openStore(dir string) (*git.Repository, error) {
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(cache.FileSize(f.opts.ObjectCacheBytes)))
+	r, err := git.Open(st, nil)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		r, err = git.Init(st, nil)
+	}
+	return r, err
+}
+
+// closeStore releases what an open store holds (open pack files).
+func closeStore(r *git.Repository) {
+	if st, ok := r.Storer.(*filesystem.Storage); ok {
+		_ = st.Close()
+	}
+}
+
+// openRepos is the number of stores kept open.
+func (f *Fetcher) openRepos() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.repos)
 }
 
 // repoKey names the local store of a remote: a digest of its URL without

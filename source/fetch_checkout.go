@@ -37,6 +37,7 @@ func (f *Fetcher) checkoutTree(ctx context.Context, src Source, rev Revision) (s
 	if err != nil {
 		return "", err
 	}
+	defer f.done(lr)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	want, err := revisionHash(rev)

@@ -37,6 +37,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, rev Revision) (Revision
 	if err != nil {
 		return rev, err
 	}
+	defer f.done(lr)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 
@@ -105,10 +106,11 @@ func (f *Fetcher) ensureCommit(ctx context.Context, lr *localRepo, src Source, r
 // resetRepo replaces lr's store with an empty one; lr.mu is held.
 func (f *Fetcher) resetRepo(src Source, lr *localRepo) error {
 	dir := filepath.Join(f.opts.Dir, "repos", repoKey(src.URL))
+	closeStore(lr.repo)
 	if err := os.RemoveAll(dir); err != nil {
 		return gitErr(src, "reset local store", err)
 	}
-	r, err := git.PlainInit(dir, true)
+	r, err := f.openStore(dir)
 	if err != nil {
 		return gitErr(src, "reset local store", err)
 	}
