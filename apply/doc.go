@@ -23,4 +23,10 @@
 // may see the previous state and re-send a no-op apply (reported as
 // configured). Callers that need the second run to be free wait for the cache
 // to catch up (the controller is re-triggered by the watch event anyway).
+//
+// The live reader may hold only some objects (the agent's caches hold only
+// objects with the owner label). An object it misses is applied as new; when
+// the apply's response shows the object existed before (another field
+// manager, a later generation, or gitsync's managedFields entry two seconds
+// or more younger than the object), the entry says configured, not created.
 package apply

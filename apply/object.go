@@ -40,11 +40,14 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 		e.Action, e.Err = Failed, fmt.Errorf("%s %s: %w", e.Subject, outcome, err)
 		return e, nil, nil
 	}
+	e.Action = p.action()
+	if e.Action == Created && existedBefore(out, a.opts.FieldManager) {
+		e.Action = Configured // adopted: the live reader did not have it
+	}
 	if a.opts.DryRun {
-		e.Action = p.action()
 		return e, p.live, nil
 	}
-	e.Action, e.UID = p.action(), out.GetUID()
+	e.UID = out.GetUID()
 	return e, out, nil
 }
 

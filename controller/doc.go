@@ -4,4 +4,9 @@
 // Contract: a reconcile reads fresh state whatever woke it, acts only on the
 // difference, writes status only when it changed, returns transient errors for
 // backoff and reports permanent ones as Stalled without retrying in a loop.
+//
+// The manager's cache is expected to be built with CacheOptions: GitSyncs,
+// and of every other kind only objects with the owner label. All GitSyncs
+// writing to one cluster share its REST mapper, request budget and (per
+// identity) HTTP client.
 package controller

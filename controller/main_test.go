@@ -128,6 +128,7 @@ type agent struct {
 	count   *counter
 	metrics *prometheus.Registry
 	rec     *controller.GitSyncReconciler
+	cache   cache.Cache
 }
 
 type agentOptions struct {
@@ -154,7 +155,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{ByObject: map[client.Object]cache.ByObject{&v1.GitSync{}: byObject}},
+		Cache:      controller.CacheOptions(byObject),
 		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
 	})
 	if err != nil {
@@ -184,6 +185,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.cache = mgr.GetCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -214,6 +216,30 @@ func (a *agent) reconciles(t *testing.T, result string) uint64 {
 				if l.GetName() == "result" && l.GetValue() == result {
 					return m.GetHistogram().GetSampleCount()
 				}
+			}
+		}
+	}
+	return 0
+}
+
+// applied returns the gitsync_applied_objects_total count for action and kind.
+func (a *agent) applied(t *testing.T, action, kind string) float64 {
+	t.Helper()
+	mfs, err := a.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "gitsync_applied_objects_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if got["action"] == action && got["kind"] == kind {
+				return m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -153,7 +153,11 @@ func (t *targets) build(gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, err
 
 // startRemote starts a cache for a remote cluster and waits for it to run.
 func (t *targets) startRemote(cfg *rest.Config) (cluster.Cluster, context.CancelFunc, error) {
-	cl, err := cluster.New(cfg, func(o *cluster.Options) { o.Scheme = t.scheme })
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = t.scheme
+		// Only managed objects: a remote cache holds no GitSyncs.
+		o.Cache = cache.Options{DefaultLabelSelector: ManagedSelector()}
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("remote cluster %s: %w", cfg.Host, err)
 	}

@@ -203,7 +203,7 @@ func (o *RunOptions) newManager(cfg *rest.Config, scheme *runtime.Scheme) (manag
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: map[client.Object]cache.ByObject{&gitsyncv1.GitSync{}: byObject}},
+		Cache:                         controller.CacheOptions(byObject),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,
