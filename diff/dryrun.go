@@ -44,8 +44,16 @@ func appliedEqual(desired, merged, live *unstructured.Unstructured, manager stri
 	}
 	mv, mset := ownedSet(merged, manager)
 	lv, lset := ownedSet(live, manager)
+	if ownsNothing(mset) && ownsNothing(lset) {
+		// A manifest with no fields of its own (a bare Namespace or
+		// ServiceAccount without owner labels) leaves no lasting entry:
+		// the apply would write nothing.
+		return true
+	}
 	return mset != nil && lset != nil && mv == lv && mset.Equals(lset)
 }
+
+func ownsNothing(set *fieldpath.Set) bool { return set == nil || set.Empty() }
 
 // comparable returns a shallow view of obj without volatile metadata (and
 // without status unless keepStatus).

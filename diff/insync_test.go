@@ -162,6 +162,16 @@ immutable: true
 data: {}
 binaryData: {blob: AAEC}
 `},
+	{"bare namespace: no fields of its own, no owner labels", `
+apiVersion: v1
+kind: Namespace
+metadata: {name: bare-NS}
+`},
+	{"bare service account", `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: bare, namespace: NS}
+`},
 	{"cluster role (cluster-scoped, atomic rules)", `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
