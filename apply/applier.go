@@ -113,6 +113,7 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) 
 		results:       make([]*unstructured.Unstructured, len(objs)),
 		newKinds:      map[schema.GroupKind]bool{},
 		newNamespaces: map[string]bool{},
+		freshKinds:    map[schema.GroupKind]bool{},
 	}
 	var byStage [numStages][]int
 	for i, obj := range objs {
@@ -146,6 +147,9 @@ type run struct {
 	// exist yet: the dry-run create of an object in one is refused (not
 	// found), but the real apply would create it.
 	newNamespaces map[string]bool
+	// freshKinds are kinds whose CRD this run created: no object of them
+	// can exist yet, so their live reads are skipped.
+	freshKinds map[schema.GroupKind]bool
 }
 
 // stage applies the objects at idx in parallel. An object whose kind is in
@@ -162,7 +166,7 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 			continue
 		}
 		g.Go(func() error {
-			entry, result, err := r.a.applyOne(gctx, obj)
+			entry, result, err := r.a.applyOne(gctx, obj, r.freshKinds[obj.GroupVersionKind().GroupKind()])
 			if r.createdEarlier(obj, entry) {
 				entry.Action, entry.Err = Created, nil
 			}

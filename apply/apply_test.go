@@ -325,6 +325,20 @@ func TestCRDAndCustomResourceInOneSet(t *testing.T) {
 	if got := getLive(t, w).Object["spec"]; !cmp.Equal(got, map[string]any{"size": int64(3)}) {
 		t.Errorf("widget spec %v", got)
 	}
+	// The CRD is new in this run, so no Widget can exist: their live reads
+	// are skipped and no informer for widgets is started mid-apply.
+	if log := f.count.requests(); strings.Contains(log, "GET") && strings.Contains(log, "/widgets?") {
+		t.Errorf("Widgets were listed or watched while their CRD was new:\n%s", log)
+	}
+
+	// Applied again, the Widgets are read (the CRD now exists) and unchanged.
+	f.waitCached(t, w, w2, c, nsObj)
+	cs = f.apply(t, w, w2, c, nsObj)
+	for _, e := range cs.Entries {
+		if e.Action != apply.Unchanged {
+			t.Errorf("second apply %s: %s (%v), want unchanged", e.Subject, e.Action, e.Err)
+		}
+	}
 }
 
 func TestCustomResourceSkippedWhenCRDFails(t *testing.T) {

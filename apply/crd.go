@@ -33,6 +33,9 @@ func (r *run) settleCRDs(ctx context.Context, idx []int) (map[schema.GroupKind]s
 		if obj.GroupVersionKind().GroupKind() != crdGK {
 			continue
 		}
+		if e.Action == Created && !r.a.opts.DryRun {
+			r.freshKinds[crdKind(obj)] = true
+		}
 		switch {
 		case e.Action == Failed || e.Action == Skipped:
 			blocked[crdKind(obj)] = e.Subject

@@ -23,8 +23,12 @@ import (
 // apply would report (*ImmutableError, *ConflictError, an invalid object),
 // and fields of TakeOverManagers are taken back as they would be. The
 // returned object of a dry run is the live one (nil for a create).
-func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) (Entry, *unstructured.Unstructured, error) {
-	p, e, err := a.plan(ctx, obj)
+//
+// fresh says the object's kind was created by this run (its CRD is new), so
+// no object of it can exist yet: the live read is skipped, which spares
+// starting an informer for the kind in the middle of a bulk create.
+func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, fresh bool) (Entry, *unstructured.Unstructured, error) {
+	p, e, err := a.plan(ctx, obj, fresh)
 	if err != nil || e.Action != "" {
 		return e, p.live, err
 	}
@@ -68,7 +72,7 @@ func (p planned) action() Action {
 // plan resolves the object's kind, reads the live object and decides whether
 // it must be written. A returned entry with an Action set is final (unchanged,
 // skipped or failed); an error means the whole run must stop.
-func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured) (planned, Entry, error) {
+func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fresh bool) (planned, Entry, error) {
 	gvk := obj.GroupVersionKind()
 	id := idOf(obj, a.opts.DefaultNamespace)
 	e := Entry{ID: id, Subject: id.String()}
@@ -87,9 +91,11 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured) (pla
 		e.Action, e.Err = Failed, fmt.Errorf("%s apply failed: namespaced object without namespace and no default namespace", e.Subject)
 		return planned{}, e, nil
 	}
-	live, err := a.read(ctx, desired)
-	if err != nil {
-		return a.failPlan(e, "read", err)
+	var live *unstructured.Unstructured
+	if !fresh {
+		if live, err = a.read(ctx, desired); err != nil {
+			return a.failPlan(e, "read", err)
+		}
 	}
 	if len(a.opts.OwnerLabels) == 0 {
 		keepOwnerLabels(desired, live)
