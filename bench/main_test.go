@@ -2,7 +2,9 @@ package bench
 
 import (
 	"flag"
+	"github.com/go-logr/logr"
 	"os"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"testing"
 
 	"gitsync.dev/gitsync/internal/testenv"
@@ -17,5 +19,6 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run())
 	}
+	ctrllog.SetLogger(logr.Discard()) // informers log through it; nothing to show in benchmarks
 	os.Exit(testenv.Main(m, testenv.Options{}, &env))
 }
