@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
@@ -166,7 +167,11 @@ func (c *Cache) load(ctx context.Context, src Source, rev Revision, key string) 
 	}
 	c.mu.Unlock()
 	if !hit {
-		if r, err = c.render(ctx, src, rev, path); err != nil {
+		only := "."
+		if strings.HasPrefix(ck, "tree:") {
+			only = path // self-contained: its files are all the render reads
+		}
+		if r, err = c.render(ctx, src, rev, path, only); err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
@@ -177,8 +182,8 @@ func (c *Cache) load(ctx context.Context, src Source, rev Revision, key string) 
 	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, nil
 }
 
-func (c *Cache) render(ctx context.Context, src Source, rev Revision, path string) (*Rendered, error) {
-	dir, err := c.opts.Fetcher.checkoutTree(ctx, src, rev)
+func (c *Cache) render(ctx context.Context, src Source, rev Revision, path, only string) (*Rendered, error) {
+	dir, err := c.opts.Fetcher.checkoutTree(ctx, src, rev, only)
 	if err != nil {
 		return nil, err
 	}

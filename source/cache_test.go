@@ -299,3 +299,45 @@ func TestLRUBounds(t *testing.T) {
 }
 
 func runtimeYield() { runtime.Gosched() }
+
+// TestCacheChecksOutOnlyWhatTheRenderReads: a self-contained path (no
+// kustomization, no symlink) is checked out alone; a kustomization, which
+// may reach anywhere in the repository, gets the whole tree.
+func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
+	root := t.TempDir()
+	repo := newTestRepo(t, root, "app")
+	repo.commit("init", map[string]string{
+		"apps/web/cm.yaml":           "web: 1\n",
+		"docs/README.md":             "hello\n",
+		"base/cm.yaml":               "base: 1\n",
+		"overlay/kustomization.yaml": "resources: [../base]\n",
+	})
+	seen := map[string][]string{}
+	f := newTestFetcher(t)
+	opts := DefaultCacheOptions()
+	opts.Fetcher = f
+	opts.Render = func(_ context.Context, dir, path string) (*Rendered, error) {
+		for _, p := range []string{"apps/web/cm.yaml", "docs/README.md", "base/cm.yaml"} {
+			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+				seen[path] = append(seen[path], p)
+			}
+		}
+		return &Rendered{Objects: []*unstructured.Unstructured{}, Digest: "sha256:x"}, nil
+	}
+	c, err := NewCache(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"apps/web", "overlay"} {
+		if _, err := c.Get(t.Context(), Source{URL: "file://" + repo.dir, Ref: Ref{Branch: "main"}, Path: path}); err != nil {
+			t.Fatalf("Get %s: %v", path, err)
+		}
+	}
+	want := map[string][]string{
+		"apps/web": {"apps/web/cm.yaml"},
+		"overlay":  {"apps/web/cm.yaml", "docs/README.md", "base/cm.yaml"},
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("files present at render (-want +got):\n%s", diff)
+	}
+}

@@ -28,11 +28,15 @@ func (f *Fetcher) Checkout(ctx context.Context, src Source, rev Revision) (strin
 	if _, err := f.Fetch(ctx, src, rev); err != nil {
 		return "", err
 	}
-	return f.checkoutTree(ctx, src, rev)
+	return f.checkoutTree(ctx, src, rev, ".")
 }
 
-// checkoutTree writes the files of rev's commit (already fetched).
-func (f *Fetcher) checkoutTree(ctx context.Context, src Source, rev Revision) (string, error) {
+// checkoutTree writes the files of rev's commit (already fetched) below
+// only, a clean repository path ("." for everything), at their place in the
+// repository. A path whose rendering cannot read outside itself (see
+// selfContained) needs only its own files: at scale most of a checkout's
+// cost is writing files nobody reads.
+func (f *Fetcher) checkoutTree(ctx context.Context, src Source, rev Revision, only string) (string, error) {
 	lr, err := f.repo(src)
 	if err != nil {
 		return "", err
@@ -56,10 +60,18 @@ func (f *Fetcher) checkoutTree(ctx context.Context, src Source, rev Revision) (s
 	if err != nil {
 		return "", gitErr(src, "checkout", err)
 	}
-	root, err := os.OpenRoot(dir)
+	if only != "." {
+		tree, err = tree.Tree(only)
+	}
+	var root *os.Root
+	if err == nil {
+		root, err = os.OpenRoot(dir)
+	}
 	if err == nil {
 		w := &treeWriter{ctx: ctx, root: root, limit: f.opts.MaxCheckoutBytes}
-		err = w.write(tree, ".")
+		if err = root.MkdirAll(only, 0o755); err == nil {
+			err = w.write(tree, only)
+		}
 		root.Close()
 	}
 	if err != nil {
