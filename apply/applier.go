@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -150,6 +151,15 @@ type run struct {
 	// freshKinds are kinds whose CRD this run created: no object of them
 	// can exist yet, so their live reads are skipped.
 	freshKinds map[schema.GroupKind]bool
+	// done counts finished objects for Options.Progress.
+	done atomic.Int64
+}
+
+// tick reports one more finished object to Options.Progress.
+func (r *run) tick() {
+	if p := r.a.opts.Progress; p != nil {
+		p(int(r.done.Add(1)), len(r.objs))
+	}
 }
 
 // stage applies the objects at idx in parallel. An object whose kind is in
@@ -163,6 +173,7 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 			e := &r.entries[i]
 			e.Action = Skipped
 			e.Err = fmt.Errorf("%s skipped: its CustomResourceDefinition %s failed", e.Subject, crd)
+			r.tick()
 			continue
 		}
 		g.Go(func() error {
@@ -171,6 +182,7 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 				entry.Action, entry.Err = Created, nil
 			}
 			r.entries[i], r.results[i] = entry, result
+			r.tick()
 			return err
 		})
 	}

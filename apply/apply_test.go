@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -254,7 +255,19 @@ func slicesContain(s []string, v string) bool {
 
 func TestInvalidObjectFailsOnlyItsEntry(t *testing.T) {
 	ns := env.Namespace(t)
-	f := newFixture(t, apply.DefaultOptions())
+	opts := apply.DefaultOptions()
+	var calls, last, total atomic.Int64
+	opts.Progress = func(done, n int) {
+		calls.Add(1)
+		total.Store(int64(n))
+		for { // keep the highest count seen: workers report concurrently
+			prev := last.Load()
+			if int64(done) <= prev || last.CompareAndSwap(prev, int64(done)) {
+				break
+			}
+		}
+	}
+	f := newFixture(t, opts)
 	var objs []*unstructured.Unstructured
 	for _, n := range []string{"ok-1", "ok-2", "ok-3", "ok-4"} {
 		objs = append(objs, cm(t, ns, n, nil))
@@ -274,6 +287,10 @@ func TestInvalidObjectFailsOnlyItsEntry(t *testing.T) {
 	}
 	if err := cs.Err(); err == nil || !strings.Contains(err.Error(), "ConfigMap/"+ns+"/bad apply failed") {
 		t.Errorf("Err() = %v", err)
+	}
+	// Progress counted every object, the failed one too, out of the set.
+	if calls.Load() != 5 || last.Load() != 5 || total.Load() != 5 {
+		t.Errorf("Progress: %d calls, last done %d of %d; want 5, 5 of 5", calls.Load(), last.Load(), total.Load())
 	}
 }
 

@@ -69,6 +69,11 @@ type Options struct {
 	// mapper) does: that is how kinds of CRDs applied in the first stage
 	// become known. When nil, New builds such a mapper.
 	Mapper meta.RESTMapper
+	// Progress, when set, is called after each object of an Apply is done
+	// (applied, unchanged, skipped or failed) with how many are done and the
+	// set's size. It is called from the applying goroutines, so it must be
+	// quick and safe for concurrent use. The CLI draws its progress bar with it.
+	Progress func(done, total int)
 }
 
 // DefaultTakeOverManagers are kubectl's field managers: fields they own are

@@ -124,11 +124,12 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if o.DryRun {
 		return o.dryRun(ctx, tgt, desired)
 	}
-	a, err := newApplier(tgt, o.Name, applierFlags{Force: o.Force})
+	bar := startProgress(o.ErrOut, "applying")
+	a, err := newApplier(tgt, o.Name, applierFlags{Force: o.Force, Progress: bar.Count})
 	if err != nil {
+		bar.Done()
 		return withExitCode(exitError, err)
 	}
-	bar := startProgress(o.ErrOut, fmt.Sprintf("applying %d objects", len(desired.Objects)))
 	cs, err := a.Apply(ctx, desired.Objects)
 	bar.Done()
 	p := newPrinter(o.Out)
@@ -312,6 +313,8 @@ func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.Cha
 // applierFlags are the per-command switches of newApplier.
 type applierFlags struct {
 	Force, DryRun bool
+	// Progress receives the applier's per-object progress (a progress bar).
+	Progress func(done, total int)
 }
 
 // newApplier builds the engine's Applier as the agent configures it: gitsync's
@@ -322,6 +325,7 @@ func newApplier(tgt *Target, name string, f applierFlags) (*apply.Applier, error
 	opts.DryRun = f.DryRun
 	opts.Diff = f.DryRun
 	opts.DefaultNamespace = tgt.Namespace
+	opts.Progress = f.Progress
 	if name != "" {
 		opts.OwnerLabels = inventory.OwnerLabels(name, tgt.Namespace)
 	}

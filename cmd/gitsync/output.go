@@ -136,6 +136,8 @@ type progress struct {
 	done  sync.WaitGroup
 	mu    sync.Mutex
 	label string
+	// count of total objects are done, once Count was called.
+	count, total int
 }
 
 // startProgress starts a spinner on w (when w is a terminal) for label.
@@ -147,6 +149,24 @@ func startProgress(w io.Writer, label string) *progress {
 	p.done.Add(1)
 	go p.spin()
 	return p
+}
+
+// Count sets how many of total objects are done; from then on the line is a
+// bar. Safe for concurrent use (the applier calls it from its workers).
+func (p *progress) Count(done, total int) {
+	p.mu.Lock()
+	p.count, p.total = done, total
+	p.mu.Unlock()
+}
+
+// bar renders done of total as a fixed-width bar with the counts.
+func bar(done, total, width int) string {
+	if total <= 0 {
+		return ""
+	}
+	done = min(max(done, 0), total)
+	filled := done * width / total
+	return "[" + strings.Repeat("=", filled) + strings.Repeat(" ", width-filled) + "] " + fmt.Sprintf("%d/%d", done, total)
 }
 
 // Step changes the label of a running progress.
@@ -172,9 +192,13 @@ func (p *progress) spin() {
 				continue
 			}
 			p.mu.Lock()
-			label := p.label
+			label, count, total := p.label, p.count, p.total
 			p.mu.Unlock()
 			elapsed := time.Since(p.start).Truncate(time.Second)
+			if total > 0 {
+				fmt.Fprintf(p.out, "\r\x1b[2K%s %s %s", label, bar(count, total, 30), elapsed)
+				continue
+			}
 			fmt.Fprintf(p.out, "\r\x1b[2K%s %s %s", spinnerFrames[i%len(spinnerFrames)], label, elapsed)
 		}
 	}
