@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -73,6 +74,12 @@ func (o *TargetOptions) Connect() (*Target, error) {
 		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
 	}
 	cfg.UserAgent = "gitsync-cli"
+	if cfg.QPS == 0 {
+		// client-go's default (5 requests/s) would make a 1,000-object apply
+		// take minutes; the apiserver's priority and fairness protects it,
+		// and the agent uses the same budget (--kube-api-qps).
+		cfg.QPS, cfg.Burst = cliQPS, cliBurst
+	}
 	// Server warnings (deprecated APIs, unknown fields) read as kubectl
 	// prints them, once each, instead of as klog lines.
 	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true, Color: colorEnabled(os.Stderr)})
@@ -106,11 +113,18 @@ func cliScheme() *runtime.Scheme {
 	return s
 }
 
+// cliQPS and cliBurst are the CLI's client-side request budget.
+const cliQPS, cliBurst = 1000, 2000
+
 var quietOnce sync.Once
 
-// quietControllerRuntime discards controller-runtime's log: the CLI reports
-// through its own output, and an unset logger makes controller-runtime print
-// a warning with a stack trace.
+// quietControllerRuntime discards controller-runtime's and client-go's (klog)
+// logs: the CLI reports through its own output, server warnings go through
+// the warning handler, and an unset controller-runtime logger prints a
+// warning with a stack trace.
 func quietControllerRuntime() {
-	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+	quietOnce.Do(func() {
+		ctrllog.SetLogger(logr.Discard())
+		klog.SetLogger(logr.Discard())
+	})
 }
