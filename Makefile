@@ -1,9 +1,9 @@
 # gitsync — the two commands a newcomer needs are `make demo` and `make test`.
 GO ?= go
-# Packages cheap enough to test under the race detector; the rest run plain
-# (their test binaries link half of Kubernetes, and -race doubles that).
-RACE_PKGS := ./source/... ./inventory/... ./health/...
-RACE_PATTERN := /(source|inventory|health)(/|$$)
+# The engine and the agent run under the race detector; the rest (CLI and demo
+# tests drive built binaries, charts and examples only apply) run plain.
+RACE_PKGS := ./source/... ./diff/... ./apply/... ./inventory/... ./health/... ./controller/...
+RACE_PATTERN := /(source|diff|apply|inventory|health|controller)(/|$$)
 
 .PHONY: all build test testbin demo demo-down vet
 
