@@ -64,10 +64,15 @@ func (cs *ChangeSet) Add(e Entry) {
 }
 
 // Failed returns the entries whose action is Failed.
-func (cs *ChangeSet) Failed() []Entry {
+func (cs *ChangeSet) Failed() []Entry { return cs.withAction(Failed) }
+
+// Skipped returns the entries whose action is Skipped.
+func (cs *ChangeSet) Skipped() []Entry { return cs.withAction(Skipped) }
+
+func (cs *ChangeSet) withAction(a Action) []Entry {
 	var out []Entry
 	for _, e := range cs.Entries {
-		if e.Action == Failed {
+		if e.Action == a {
 			out = append(out, e)
 		}
 	}
@@ -90,17 +95,6 @@ func (cs *ChangeSet) Err() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// Skipped returns the entries whose action is Skipped.
-func (cs *ChangeSet) Skipped() []Entry {
-	var out []Entry
-	for _, e := range cs.Entries {
-		if e.Action == Skipped {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // Changed reports whether any object was created, configured or pruned.
