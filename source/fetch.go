@@ -179,6 +179,16 @@ func (f *Fetcher) Resolve(ctx context.Context, src Source) (Revision, error) {
 }
 
 func (f *Fetcher) list(ctx context.Context, src Source) (remoteRefs, error) {
+	list, err := f.listRefs(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return newRemoteRefs(list), nil
+}
+
+// listRefs is one ls-remote: every advertised reference, symbolic ones (HEAD)
+// included, annotated tags followed by their peeled "^{}" entries.
+func (f *Fetcher) listRefs(ctx context.Context, src Source) ([]*plumbing.Reference, error) {
 	ctx, cancel := f.withTimeout(ctx)
 	defer cancel()
 	auth, err := f.transportAuth(src)
@@ -194,7 +204,7 @@ func (f *Fetcher) list(ctx context.Context, src Source) (remoteRefs, error) {
 	if err != nil {
 		return nil, gitErr(src, "list refs", err)
 	}
-	return newRemoteRefs(list), nil
+	return list, nil
 }
 
 func (f *Fetcher) transportAuth(src Source) (transport.AuthMethod, error) {
@@ -322,16 +332,9 @@ func displayURL(raw string) string {
 // matched by commit against its branches, preferring main and master;
 // when nothing matches it is ErrRefNotFound.
 func (f *Fetcher) DefaultBranch(ctx context.Context, src Source) (string, error) {
-	ctx, cancel := f.withTimeout(ctx)
-	defer cancel()
-	auth, err := f.transportAuth(src)
+	list, err := f.listRefs(ctx, src)
 	if err != nil {
-		return "", gitErr(src, "list refs", err)
-	}
-	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
-	list, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: caData(src.Auth)})
-	if err != nil {
-		return "", gitErr(src, "list refs", err)
+		return "", err
 	}
 	var head plumbing.Hash
 	for _, r := range list {
