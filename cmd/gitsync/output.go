@@ -159,8 +159,8 @@ func (p *progress) Count(done, total int) {
 	p.mu.Unlock()
 }
 
-// bar renders done of total as a fixed-width bar with the counts.
-func bar(done, total, width int) string {
+// progressBar renders done of total as a fixed-width bar with the counts.
+func progressBar(done, total, width int) string {
 	if total <= 0 {
 		return ""
 	}
@@ -196,7 +196,7 @@ func (p *progress) spin() {
 			p.mu.Unlock()
 			elapsed := time.Since(p.start).Truncate(time.Second)
 			if total > 0 {
-				fmt.Fprintf(p.out, "\r\x1b[2K%s %s %s", label, bar(count, total, 30), elapsed)
+				fmt.Fprintf(p.out, "\r\x1b[2K%s %s %s", label, progressBar(count, total, 30), elapsed)
 				continue
 			}
 			fmt.Fprintf(p.out, "\r\x1b[2K%s %s %s", spinnerFrames[i%len(spinnerFrames)], label, elapsed)

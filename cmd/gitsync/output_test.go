@@ -2,7 +2,7 @@ package main
 
 import "testing"
 
-func TestBar(t *testing.T) {
+func TestProgressBar(t *testing.T) {
 	tests := []struct {
 		name               string
 		done, total, width int
@@ -16,8 +16,8 @@ func TestBar(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := bar(tt.done, tt.total, tt.width); got != tt.want {
-				t.Errorf("bar(%d, %d, %d) = %q, want %q", tt.done, tt.total, tt.width, got, tt.want)
+			if got := progressBar(tt.done, tt.total, tt.width); got != tt.want {
+				t.Errorf("progressBar(%d, %d, %d) = %q, want %q", tt.done, tt.total, tt.width, got, tt.want)
 			}
 		})
 	}
