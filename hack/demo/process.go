@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"gitsync.dev/gitsync/internal/testenv"
 )
 
 // startBackground starts a program that outlives this one (its own session,
@@ -68,12 +70,7 @@ func stopBackground(dir, name string) error {
 
 // logTail returns the last lines of DIR/NAME.log for error messages.
 func logTail(dir, name string) string {
-	data, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return strings.Join(lines, "\n")
+	return testenv.LogTail(filepath.Join(dir, name+".log"), 20)
 }
 
 func down(dir string) error {

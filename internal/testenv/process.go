@@ -70,7 +70,7 @@ func (p *process) exited() (bool, error) {
 
 // failure wraps err with the program's name and the tail of its log.
 func (p *process) failure(err error) error {
-	return fmt.Errorf("%s failed: %w\n--- last lines of %s ---\n%s", p.name, err, p.logPath, tail(p.logPath, 30))
+	return fmt.Errorf("%s failed: %w\n--- last lines of %s ---\n%s", p.name, err, p.logPath, LogTail(p.logPath, 30))
 }
 
 func (p *process) stop() {
@@ -111,7 +111,9 @@ func (p *process) waitHealthy(ctx context.Context, port int, timeout time.Durati
 	return nil
 }
 
-func tail(path string, lines int) string {
+// LogTail returns the last lines of the log file at path, for error messages
+// about a program that failed (the demo reports its background programs so).
+func LogTail(path string, lines int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
