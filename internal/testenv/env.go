@@ -45,9 +45,10 @@ type Env struct {
 	// BinDir holds the control-plane binaries (and kubectl).
 	BinDir string
 
-	dir   string
-	env   *envtest.Environment
-	procs []*process
+	dir    string
+	env    *envtest.Environment
+	procs  []*process
+	apiOut *syncBuffer
 }
 
 // Start starts etcd and kube-apiserver (and, with opts.Workloads, the
@@ -91,7 +92,15 @@ func (e *Env) startAPIServer(opts Options) error {
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdOut, Err: etcdOut}
-	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiOut, Err: apiOut}
+	// A certificate directory of our own survives a stop, so a restarted
+	// apiserver keeps its CA and serving certificate and every client
+	// config stays valid (RestartAPIServer).
+	certDir := filepath.Join(e.dir, "kube-apiserver")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return fmt.Errorf("apiserver cert dir: %w", err)
+	}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiOut, Err: apiOut, CertDir: certDir}
+	e.apiOut = apiOut
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
