@@ -97,6 +97,10 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fres
 			return a.failPlan(e, "read", err)
 		}
 	}
+	if err := a.ownerConflict(e.Subject, live); err != nil {
+		e.Action, e.Err = Failed, err
+		return planned{}, e, nil
+	}
 	if len(a.opts.OwnerLabels) == 0 {
 		keepOwnerLabels(desired, live)
 	}
@@ -154,7 +158,7 @@ func keepOwnerLabels(desired, live *unstructured.Unstructured) {
 		return
 	}
 	labels := desired.GetLabels()
-	for _, k := range []string{inventory.NameLabel, inventory.NamespaceLabel} {
+	for _, k := range inventory.OwnerLabelKeys() {
 		v, ok := live.GetLabels()[k]
 		if !ok {
 			continue

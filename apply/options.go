@@ -35,6 +35,11 @@ type Options struct {
 	// from the sync that owns it, and a diff of the manifests that sync
 	// applied is in sync.
 	OwnerLabels map[string]string
+	// Recorded is the owner's stored inventory. It is consulted only for a
+	// CLI owner: its objects applied before inventory.OwnerKindLabel existed
+	// carry the labels of the GitSync of the same name, and are the CLI's
+	// when the inventory recorded their live UID.
+	Recorded *inventory.Inventory
 	// TakeOverManagers are the field managers of people (kubectl and friends)
 	// whose fields are taken back without Force: their edits are drift.
 	TakeOverManagers []string

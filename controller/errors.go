@@ -93,10 +93,11 @@ func classifyApply(cs *apply.ChangeSet, runErr error) error {
 func permanentAPIError(err error) bool {
 	var ce *apply.ConflictError
 	var ie *apply.ImmutableError
+	var oe *apply.OwnerConflictError
 	switch {
 	case err == nil:
 		return false
-	case errors.As(err, &ce), errors.As(err, &ie):
+	case errors.As(err, &ce), errors.As(err, &ie), errors.As(err, &oe):
 		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return false

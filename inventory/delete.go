@@ -48,7 +48,7 @@ func (p *PrunePlan) deleteOwned(ctx context.Context, c client.Client, d Deletion
 			}
 			return PruneEntry{}, fmt.Errorf("re-read after conflict: %w", err)
 		}
-		if reason := notOurs(live, d.entry, p.opts.Name, p.opts.Namespace); reason != "" {
+		if reason := notOurs(live, d.entry, p.opts.owner()); reason != "" {
 			return PruneEntry{ID: d.ID, Action: ActionKept, Reason: reason + " since the plan"}, nil
 		}
 		rv = live.GetResourceVersion()

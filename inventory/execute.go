@@ -110,6 +110,11 @@ func (p *PrunePlan) prune(ctx context.Context, c client.WithWatch, d Deletion) P
 	if p.opts.DryRun {
 		return PruneEntry{ID: d.ID, Action: ActionPruned, Reason: "dry run: would be deleted"}
 	}
+	if self := p.opts.Protect.Self; self != nil && d.ID == *self {
+		// Pruning its own GitSync (consented): its finalizer runs in a
+		// later reconcile, so waiting here would wait on ourselves.
+		return PruneEntry{ID: d.ID, Action: ActionPruned, Reason: "deletion requested; its finalizer completes it"}
+	}
 	if err := waitGone(ctx, c, d); err != nil {
 		return failed(err.Error(), err)
 	}

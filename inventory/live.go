@@ -35,19 +35,20 @@ func isNoMatch(err error) bool {
 	return meta.IsNoMatchError(err)
 }
 
-// notOurs returns why a live object may not be deleted by the owner name/ns
-// under inventory entry e ("" when it may): it was recreated (new UID),
+// notOurs returns why a live object may not be deleted by owner under
+// inventory entry e ("" when it may): it was recreated (new UID),
 // relabelled, or opted out.
-func notOurs(live metav1.Object, e Entry, name, namespace string) string {
+func notOurs(live metav1.Object, e Entry, owner Owner) string {
 	if e.UID == "" {
 		return "no UID recorded in the inventory"
 	}
 	if live.GetUID() != e.UID {
 		return fmt.Sprintf("recreated by someone else (live UID %s, recorded %s)", live.GetUID(), e.UID)
 	}
-	if labels := live.GetLabels(); !OwnedBy(labels, name, namespace) {
-		return fmt.Sprintf("owner labels changed (%s=%s, %s=%s)",
-			NameLabel, labelValue(labels, NameLabel), NamespaceLabel, labelValue(labels, NamespaceLabel))
+	if labels := live.GetLabels(); !owner.ownsRecorded(labels) {
+		return fmt.Sprintf("owner labels changed (%s=%s, %s=%s, %s=%s)",
+			NameLabel, labelValue(labels, NameLabel), NamespaceLabel, labelValue(labels, NamespaceLabel),
+			OwnerKindLabel, labelValue(labels, OwnerKindLabel))
 	}
 	if PruneDisabled(live.GetAnnotations()) {
 		return fmt.Sprintf("annotated %s: %s", PruneAnnotation, PruneDisabledValue)

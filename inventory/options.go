@@ -12,6 +12,9 @@ type PruneOptions struct {
 	// Name and Namespace identify the owning sync; only objects carrying
 	// exactly these owner labels are pruned. Name is required.
 	Name, Namespace string
+	// CLI says the owner is a CLI inventory (`gitsync apply --name`), whose
+	// objects carry OwnerKindLabel, rather than the GitSync Namespace/Name.
+	CLI bool
 
 	// SyncSucceeded must be set by the caller only when fetch, render and
 	// apply of the new revision all succeeded. Without it Plan refuses
@@ -60,6 +63,10 @@ type PruneOptions struct {
 	DryRun bool
 	// Concurrency bounds parallel API requests in Plan and Execute.
 	Concurrency int
+	// Protect names what is never pruned without explicit consent: the
+	// GitSync being synced, the GitSync CRD, the agent's own workload,
+	// ServiceAccount, RBAC and Namespace. Its zero value protects the CRD.
+	Protect Protection
 }
 
 // DefaultPruneOptions returns the safe defaults: refuse unless told the sync
@@ -84,6 +91,11 @@ func (o PruneOptions) ForDeletion() PruneOptions {
 	o.AllowEmpty = true
 	o.MaxShare = 0
 	return o
+}
+
+// owner is the sync whose objects this prune may delete.
+func (o PruneOptions) owner() Owner {
+	return Owner{Namespace: o.Namespace, Name: o.Name, CLI: o.CLI}
 }
 
 func (o PruneOptions) concurrency() int {

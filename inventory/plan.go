@@ -158,7 +158,10 @@ func (p *PrunePlan) inspect(ctx context.Context, c client.Reader, e Entry) check
 		}
 		return skip(ActionFailed, "could not read object", err)
 	}
-	if reason := notOurs(live, e, p.opts.Name, p.opts.Namespace); reason != "" {
+	if reason := notOurs(live, e, p.opts.owner()); reason != "" {
+		return skip(ActionKept, reason, nil)
+	}
+	if reason := p.opts.Protect.Reason(ctx, c, e.ID, live); reason != "" {
 		return skip(ActionKept, reason, nil)
 	}
 	stage := StageOf(e.ID)
