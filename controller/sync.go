@@ -11,6 +11,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source"
 )
@@ -57,24 +58,23 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
-	old, err := inventoryOf(gs)
-	if err != nil {
-		out.err = stalled(v1.ReasonInvalidSpec, err)
+	opts, shareErr := r.engineOptions(gs, tgt)
+	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
+	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
+	r.opts.Metrics.observeApply(res.Changes)
+	if res.Pruned != nil {
+		r.opts.Metrics.observePruned(res.Pruned.Count(inventory.ActionPruned))
+	}
+	if err := errors.Join(classifyRun(res, err), r.drift.ensure(tgt.cache, objs)); err != nil {
+		out.err = err
 		return out
 	}
-	cs, runErr := tgt.applier.Apply(ctx, objs)
-	out.changes = cs
-	r.opts.Metrics.observeApply(cs)
-	applied := appliedInventory(objs, cs)
-	if err := errors.Join(classifyApply(cs, runErr), r.drift.ensure(tgt.cache, objs)); err != nil {
-		out.inventory, out.err = old.Union(applied), err
-		return out
-	}
-	if out.inventory, out.pruned, out.err = r.prune(ctx, gs, tgt, old, applied); out.err != nil {
+	if shareErr != nil {
+		out.err = shareErr
 		return out
 	}
 	if gs.Spec.Wait {
-		if err := waitHealthy(ctx, tgt.cache, objs, cs); err != nil {
+		if err := waitHealthy(ctx, tgt.cache, objs, res.Changes); err != nil {
 			out.err = retry(v1.ReasonHealthCheckFailed, err)
 			return out
 		}
@@ -93,7 +93,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	}
 	st.takeFetchMark()
 	now := r.clock.Now()
-	src, err := sourceOf(ctx, r.apiReader, gs)
+	src, err := r.sourceOf(ctx, gs)
 	if err != nil {
 		return src, source.Revision{}, err
 	}
@@ -125,55 +125,36 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 	return art.Rendered.Objects, nil
 }
 
-// appliedInventory lists the objects apply created, configured or found
-// unchanged, with their live UIDs; objects annotated prune: disabled are
-// left out, so they are never deleted.
-func appliedInventory(objs []*unstructured.Unstructured, cs *apply.ChangeSet) *inventory.Inventory {
-	entries := make([]inventory.Entry, 0, len(objs))
-	for i, e := range cs.Entries {
-		if e.UID == "" || e.Action == apply.Failed || e.Action == apply.Skipped || i >= len(objs) {
-			continue
-		}
-		if inventory.PruneDisabled(objs[i].GetAnnotations()) {
-			continue
-		}
-		entries = append(entries, inventory.Entry{ID: e.ID, UID: e.UID, Version: objs[i].GroupVersionKind().Version})
-	}
-	return inventory.New(entries...)
-}
-
-// prune deletes what old has and applied does not, after a fully
-// successful apply. It returns the inventory to store: applied plus
-// whatever could not be deleted yet.
-func (r *GitSyncReconciler) prune(ctx context.Context, gs *v1.GitSync, tgt *target, old, applied *inventory.Inventory) (*inventory.Inventory, *inventory.PruneResult, error) {
-	if !gs.Spec.Prune || len(old.Diff(applied)) == 0 {
-		return applied, nil, nil
-	}
-	opts := inventory.DefaultPruneOptions()
-	opts.Name, opts.Namespace = gs.Name, gs.Namespace
+// engineOptions are the sync pipeline's options for gs: its applier and
+// owner, and the agent's prune rails with gs's overrides. An invalid
+// prune-max-share annotation turns pruning off for this run (the objects
+// are still applied and recorded) and is reported by sync.
+func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *target) (engine.Options, error) {
+	opts := engine.DefaultOptions()
+	opts.Applier, opts.Client, opts.Prune = tgt.applier, tgt.direct, gs.Spec.Prune
+	opts.PruneOptions.Name, opts.PruneOptions.Namespace = gs.Name, gs.Namespace
+	opts.PruneOptions.AllowEmpty = gs.Spec.AllowEmpty
 	maxShare, err := pruneMaxShare(gs, r.opts.PruneMaxShare)
 	if err != nil {
-		return old.Union(applied), nil, err
+		opts.Prune = false
 	}
-	opts.SyncSucceeded, opts.AllowEmpty, opts.MaxShare = true, gs.Spec.AllowEmpty, maxShare
-	plan, err := inventory.Plan(ctx, tgt.direct, old, applied, opts)
-	if err != nil {
-		keep := old.Union(applied)
-		var re *inventory.RefusedError
-		if errors.As(err, &re) && re.Keep != nil {
-			keep = re.Keep
-		}
-		return keep, nil, classifyPrune(err)
+	opts.PruneOptions.MaxShare = maxShare
+	return opts, err
+}
+
+// classifyRun sorts a failed engine run by the stage that failed.
+func classifyRun(res *engine.Result, err error) error {
+	var ae *engine.ApplyError
+	var pe *engine.PruneError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return classifyApply(ae.Changes, ae.Run)
+	case errors.As(err, &pe):
+		return classifyPrune(err)
 	}
-	res, err := plan.Execute(ctx, tgt.direct)
-	if res == nil {
-		return old.Union(applied), nil, classifyPrune(err)
-	}
-	r.opts.Metrics.observePruned(res.Count(inventory.ActionPruned))
-	if err != nil {
-		return res.Remaining, res, classifyPrune(err)
-	}
-	return res.Remaining, res, nil
+	return asSyncError(err, v1.ReasonApplyFailed)
 }
 
 // pruneMaxShare is the prune share limit for gs: its

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,7 +20,7 @@ type Entry struct {
 }
 
 // Inventory is the set of objects a sync applied, sorted by ID with each ID at
-// most once. Build it with New or FromObjects so the order holds; the
+// most once. Build it with New so the order holds; the
 // methods rely on it.
 type Inventory struct {
 	Entries []Entry `json:"entries"`
@@ -43,20 +42,6 @@ func New(entries ...Entry) *Inventory {
 		deduped = append(deduped, e)
 	}
 	return &Inventory{Entries: deduped}
-}
-
-// FromObjects returns the inventory of applied objects (as returned by the
-// apiserver, so with UIDs). Objects annotated gitsync.dev/prune: disabled
-// are left out: gitsync never deletes them, so it does not track them.
-func FromObjects(objs []*unstructured.Unstructured) *Inventory {
-	entries := make([]Entry, 0, len(objs))
-	for _, obj := range objs {
-		if PruneDisabled(obj.GetAnnotations()) {
-			continue
-		}
-		entries = append(entries, Entry{ID: IDOf(obj), UID: obj.GetUID(), Version: obj.GroupVersionKind().Version})
-	}
-	return New(entries...)
 }
 
 // Len returns the number of entries; a nil inventory is empty.

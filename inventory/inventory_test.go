@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -53,28 +52,6 @@ func TestInventoryQueries(t *testing.T) {
 	var none *Inventory
 	if none.Len() != 0 || none.Has(cm("ns", "a")) || len(none.Diff(old)) != 0 || len(old.Diff(none)) != 3 {
 		t.Errorf("a nil inventory must behave as an empty one")
-	}
-}
-
-func TestFromObjectsLeavesOutPruneDisabled(t *testing.T) {
-	obj := func(name string, annotations map[string]string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("v1")
-		u.SetKind("ConfigMap")
-		u.SetNamespace("ns")
-		u.SetName(name)
-		u.SetUID(types.UID("uid-" + name))
-		u.SetAnnotations(annotations)
-		return u
-	}
-	got := FromObjects([]*unstructured.Unstructured{
-		obj("kept", map[string]string{PruneAnnotation: PruneDisabledValue}),
-		obj("tracked", nil),
-		obj("other-value", map[string]string{PruneAnnotation: "enabled"}),
-	})
-	want := []Entry{entry(cm("ns", "other-value"), "uid-other-value"), entry(cm("ns", "tracked"), "uid-tracked")}
-	if diff := cmp.Diff(want, got.Entries); diff != "" {
-		t.Errorf("FromObjects (-want +got):\n%s", diff)
 	}
 }
 

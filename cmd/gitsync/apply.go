@@ -11,7 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
 )
@@ -130,21 +133,24 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		bar.Done()
 		return withExitCode(exitError, err)
 	}
-	cs, err := a.Apply(ctx, desired.Objects)
-	bar.Done()
+	res, err := engine.Run(ctx, desired.Objects, o.store(tgt), o.engineOptions(tgt, a, bar))
+	cs := res.Changes
 	p := newPrinter(o.Out)
+	if cs == nil { // the inventory could not be loaded: nothing was applied
+		return withExitCode(exitFailure, err)
+	}
 	printChangeSet(p, cs)
-	if err != nil { // the whole run stopped: apiserver unreachable, or interrupted
+	printPruned(p, cs, res.Pruned)
+	var ae *engine.ApplyError
+	if errors.As(err, &ae) && ae.Run != nil { // the whole run stopped: apiserver unreachable, or interrupted
 		return withExitCode(exitError, err)
 	}
-	var errs []error
-	if err := applyErr(cs); err != nil {
-		errs = append(errs, err)
+	if ae != nil && o.PruneEnabled {
+		fmt.Fprintln(o.ErrOut, "warning: nothing pruned: not every object applied")
 	}
-	if o.Name != "" {
-		if err := o.recordAndPrune(ctx, tgt, p, desired, cs); err != nil {
-			errs = append(errs, err)
-		}
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if o.Wait && len(errs) == 0 {
 		if err := o.waitReady(ctx, tgt, cs); err != nil {
@@ -171,22 +177,6 @@ func (o *ApplyOptions) dryRun(ctx context.Context, tgt *Target, desired *Desired
 		fmt.Fprintln(o.ErrOut, "warning:", w)
 	}
 	return withExitCode(exitFailure, rep.Errors())
-}
-
-// applyErr is the failure of a change set: failed entries, and skipped ones
-// (whose kind is not served, or whose CRD failed).
-func applyErr(cs *apply.ChangeSet) error {
-	var errs []error
-	for _, e := range cs.Entries {
-		if e.Action == apply.Failed || e.Action == apply.Skipped {
-			err := e.Err
-			if err == nil {
-				err = fmt.Errorf("%s %s", e.Subject, e.Action)
-			}
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // printChangeSet prints one line per entry: "Kind/ns/name created".
@@ -224,37 +214,48 @@ func changeLine(p *printer, e apply.Entry) string {
 	return line
 }
 
-// recordAndPrune updates the inventory of the named sync and, with --prune
-// and a fully successful apply, prunes what left the source.
-func (o *ApplyOptions) recordAndPrune(ctx context.Context, tgt *Target, p *printer, desired *Desired, cs *apply.ChangeSet) error {
-	store := inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, o.Name)
-	old, err := store.Load(ctx)
-	if err != nil {
-		return err
+// store is the inventory of the named sync; nil without --name (nothing
+// recorded, nothing pruned).
+func (o *ApplyOptions) store(tgt *Target) inventory.Store {
+	if o.Name == "" {
+		return nil
 	}
-	applied := appliedInventory(desired, cs)
-	succeeded := applyErr(cs) == nil
-	if !o.PruneEnabled || !succeeded {
-		if o.PruneEnabled {
-			fmt.Fprintln(o.ErrOut, "warning: nothing pruned: not every object applied")
-		}
-		return store.Save(ctx, old.Union(applied))
+	return inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, o.Name)
+}
+
+// engineOptions are the sync pipeline's options for this apply: the
+// applier, the prune rails of the flags and a progress bar while pruning.
+// The bar of the apply ends when the pipeline moves on to record and prune.
+func (o *ApplyOptions) engineOptions(tgt *Target, a *apply.Applier, applying *progress) engine.Options {
+	opts := engine.DefaultOptions()
+	opts.Applier = endProgress{Applier: a, bar: applying}
+	opts.Client = tgt.Client
+	opts.Prune = o.PruneEnabled
+	opts.PruneOptions = o.Prune.options(tgt, o.Name)
+	opts.OnPrune = func(n int) func() {
+		bar := startProgress(o.ErrOut, fmt.Sprintf("pruning %d objects", n))
+		return bar.Done
 	}
-	opts := o.Prune.options(tgt, o.Name, cs)
-	plan, err := inventory.Plan(ctx, tgt.Client, old, applied, opts)
-	var refused *inventory.RefusedError
-	if errors.As(err, &refused) {
-		if serr := store.Save(ctx, refused.Keep); serr != nil {
-			return errors.Join(err, serr)
-		}
-		return err
+	return opts
+}
+
+// endProgress ends the apply's progress bar when the apply returns.
+type endProgress struct {
+	*apply.Applier
+	bar *progress
+}
+
+func (e endProgress) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*apply.ChangeSet, error) {
+	defer e.bar.Done()
+	return e.Applier.Apply(ctx, objs)
+}
+
+// printPruned prints one line per pruned, kept or failed object and adds
+// the pruned and failed ones to cs, so its summary counts them.
+func printPruned(p *printer, cs *apply.ChangeSet, res *inventory.PruneResult) {
+	if res == nil {
+		return
 	}
-	if err != nil {
-		return err
-	}
-	bar := startProgress(o.ErrOut, fmt.Sprintf("pruning %d objects", len(plan.Deletions)))
-	res, perr := plan.Execute(ctx, tgt.Client)
-	bar.Done()
 	for _, e := range res.Entries {
 		switch e.Action {
 		case inventory.ActionPruned:
@@ -267,28 +268,6 @@ func (o *ApplyOptions) recordAndPrune(ctx context.Context, tgt *Target, p *print
 			p.Printf("%s\n", p.paint(colourRed, fmt.Sprintf("%s prune failed: %s", e.ID, e.Reason)))
 		}
 	}
-	if err := store.Save(ctx, res.Remaining); err != nil {
-		return errors.Join(perr, err)
-	}
-	return perr
-}
-
-// appliedInventory records the objects that now exist as applied, with their
-// UIDs. Objects annotated gitsync.dev/prune: disabled are left out, as
-// inventory.FromObjects does: they are never pruned, so not tracked.
-func appliedInventory(desired *Desired, cs *apply.ChangeSet) *inventory.Inventory {
-	var entries []inventory.Entry
-	for i, e := range cs.Entries {
-		if e.UID == "" || i >= len(desired.Objects) {
-			continue
-		}
-		obj := desired.Objects[i]
-		if inventory.PruneDisabled(obj.GetAnnotations()) {
-			continue
-		}
-		entries = append(entries, inventory.Entry{ID: e.ID, UID: e.UID, Version: obj.GroupVersionKind().Version})
-	}
-	return inventory.New(entries...)
 }
 
 // waitReady waits for every applied object to become ready.
@@ -361,10 +340,9 @@ func (f *PruneFlags) Validate() error {
 }
 
 // options returns the inventory's prune options for sync name.
-func (f *PruneFlags) options(tgt *Target, name string, cs *apply.ChangeSet) inventory.PruneOptions {
+func (f *PruneFlags) options(tgt *Target, name string) inventory.PruneOptions {
 	opts := inventory.DefaultPruneOptions()
 	opts.Name, opts.Namespace = name, tgt.Namespace
-	opts.SyncSucceeded = applyErr(cs) == nil
 	opts.AllowEmpty = f.AllowEmpty
 	opts.MaxShare = f.MaxShare
 	opts.AllowNamespaces, opts.AllowCRDs = f.AllowNamespaces, f.AllowCRDs

@@ -294,7 +294,8 @@ func previewPrune(ctx context.Context, tgt *Target, name string, cs *apply.Chang
 	if err != nil {
 		return nil, "", err
 	}
-	opts := pf.options(tgt, name, cs)
+	opts := pf.options(tgt, name)
+	opts.SyncSucceeded = cs.Err() == nil
 	plan, err := inventory.Plan(ctx, tgt.Client, old, desiredInventory(cs), opts)
 	var refused *inventory.RefusedError
 	if errors.As(err, &refused) {

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// Applier writes desired objects; *apply.Applier is the one gitsync uses.
+type Applier interface {
+	Apply(ctx context.Context, objs []*unstructured.Unstructured) (*apply.ChangeSet, error)
+}
+
+var _ Applier = (*apply.Applier)(nil)
+
+// Options configure one Run.
+type Options struct {
+	// Applier writes the desired objects. It carries what differs per sync
+	// (owner labels, default namespace, force, identity). Required.
+	Applier Applier
+	// Client reads live objects for prune decisions and deletes them. It
+	// must read from the apiserver directly (a cache would start an informer
+	// for every stale kind) and be able to watch (deletions are awaited by
+	// watch). Required with a Store.
+	Client client.WithWatch
+	// Prune deletes inventory objects that left the desired set. Without it
+	// they stay in the inventory, so turning pruning on later still knows
+	// them, and nothing carrying the owner labels is ever forgotten.
+	Prune bool
+	// PruneOptions are the prune rails: the owner (Name, Namespace), the
+	// share limit, empty renders, Namespaces and CRDs. SyncSucceeded is set
+	// by Run, which alone knows whether every object applied.
+	PruneOptions inventory.PruneOptions
+	// OnPrune, when set, is told how many deletions are about to run and
+	// returns what to call when they are done: a CLI draws a progress bar.
+	OnPrune func(deletions int) (done func())
+}
+
+// DefaultOptions returns options with pruning on and inventory's default
+// rails; the caller sets Applier, Client and the owner.
+func DefaultOptions() Options {
+	return Options{Prune: true, PruneOptions: inventory.DefaultPruneOptions()}
+}

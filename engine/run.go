@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/crashpoint"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// Result is what one Run did.
+type Result struct {
+	// Changes has one entry per desired object, in the order given; nil
+	// when nothing was applied.
+	Changes *apply.ChangeSet
+	// Pruned is the outcome of the prune; nil when none ran.
+	Pruned *inventory.PruneResult
+	// Inventory is what Run recorded last (or tried to, when the save
+	// failed); nil when it recorded nothing.
+	Inventory *inventory.Inventory
+}
+
+// Run makes the cluster match desired and records it in store: the objects
+// applied, and those that could not be pruned yet. With a nil store nothing
+// is recorded and nothing is pruned (an apply that claims no ownership).
+//
+// The error is an *ApplyError, *PruneError or *StoreError (possibly joined
+// with a *StoreError of the final save); Result is never nil.
+func Run(ctx context.Context, desired []*unstructured.Unstructured, store inventory.Store, opts Options) (*Result, error) {
+	res := &Result{}
+	if opts.Applier == nil {
+		return res, errors.New("engine: an Applier is required")
+	}
+	if store == nil {
+		cs, err := opts.Applier.Apply(ctx, desired)
+		res.Changes = cs
+		return res, applyError(cs, err)
+	}
+	if opts.Client == nil {
+		return res, errors.New("engine: a Client is required to prune")
+	}
+	old, err := store.Load(ctx)
+	if err != nil {
+		return res, &StoreError{Op: "load", Err: err}
+	}
+	crashpoint.Hit(crashpoint.BeforeApply)
+	cs, runErr := opts.Applier.Apply(ctx, desired)
+	res.Changes = cs
+	applied := appliedInventory(desired, cs)
+	crashpoint.Hit(crashpoint.AfterApply)
+	save := func(inv *inventory.Inventory, err error) (*Result, error) {
+		res.Inventory = inv
+		return res, joinSave(err, store.Save(ctx, inv))
+	}
+	if err := applyError(cs, runErr); err != nil {
+		return save(old.Union(applied), err)
+	}
+	if len(old.Diff(applied)) == 0 {
+		return save(applied, nil)
+	}
+	if !opts.Prune {
+		return save(old.Union(applied), nil)
+	}
+	return prune(ctx, old, applied, opts, res, save)
+}
+
+// prune deletes what old has and applied does not and records what remains.
+func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options, res *Result, save func(*inventory.Inventory, error) (*Result, error)) (*Result, error) {
+	popts := opts.PruneOptions
+	popts.SyncSucceeded = true
+	plan, err := inventory.Plan(ctx, opts.Client, old, applied, popts)
+	if err != nil {
+		keep := old.Union(applied)
+		var re *inventory.RefusedError
+		if errors.As(err, &re) && re.Keep != nil {
+			keep = re.Keep
+		}
+		return save(keep, &PruneError{Err: err})
+	}
+	done := func() {}
+	if opts.OnPrune != nil {
+		done = opts.OnPrune(len(plan.Deletions))
+	}
+	pruned, err := plan.Execute(ctx, opts.Client)
+	done()
+	crashpoint.Hit(crashpoint.AfterPrune)
+	if pruned == nil {
+		return save(old.Union(applied), &PruneError{Err: errors.Join(err, errors.New("prune returned no result"))})
+	}
+	res.Pruned = pruned
+	if err != nil {
+		err = &PruneError{Err: err}
+	}
+	return save(pruned.Remaining, err)
+}
+
+// appliedInventory lists the objects that exist as applied, with their live
+// UIDs: created, configured or found unchanged. Objects annotated
+// gitsync.dev/prune: disabled are left out: they are never pruned, so not
+// tracked.
+func appliedInventory(desired []*unstructured.Unstructured, cs *apply.ChangeSet) *inventory.Inventory {
+	entries := make([]inventory.Entry, 0, len(desired))
+	for i, e := range cs.Entries {
+		if e.UID == "" || e.Action == apply.Failed || e.Action == apply.Skipped || i >= len(desired) {
+			continue
+		}
+		if inventory.PruneDisabled(desired[i].GetAnnotations()) {
+			continue
+		}
+		entries = append(entries, inventory.Entry{ID: e.ID, UID: e.UID, Version: desired[i].GroupVersionKind().Version})
+	}
+	return inventory.New(entries...)
+}
