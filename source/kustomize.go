@@ -62,6 +62,9 @@ func renderKustomize(ctx context.Context, repo *repoRoot, rel string, opts Rende
 				Detail: "kustomize produced invalid JSON", Err: err}
 		}
 		objs, err := expandList(loc, v)
+		if err == nil {
+			err = opts.countObjects(loc, len(objs)) // render_limit.go
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -84,6 +87,9 @@ func runKustomize(fsys *confinedFS, dir string) (out [][]byte, err error) {
 	m, err := krusty.MakeKustomizer(kustomizeOptions()).Run(fsys, dir)
 	if err != nil {
 		return nil, err
+	}
+	if err := fsys.opts.objects.expect(kustomizeOutput(fsys.repo, dir), m.Size()); err != nil {
+		return nil, err // render_limit.go: refused before each resource is encoded
 	}
 	for _, r := range m.Resources() {
 		b, err := r.MarshalJSON()

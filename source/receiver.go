@@ -2,9 +2,12 @@ package source
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -31,15 +34,28 @@ type ReceiverOptions struct {
 	ReplayWindow time.Duration
 	// Clock reads the time for replay checks; a fake clock in tests.
 	Clock clock.PassiveClock
+	// Observe, when set, is told what became of every delivery to a known
+	// path (see WebhookDelivery), so the operator sees what the sender is
+	// not told: metrics, and events on GitSyncs whose secret did not verify.
+	// It must not block.
+	Observe func(WebhookDelivery)
+	// ReplayMemory is how many verified deliveries are remembered, and
+	// ReplayTTL for how long, so a delivery sent again (a replay, or a host
+	// redelivering) costs no second sync. ReplayTTL must exceed ReplayWindow.
+	ReplayMemory int
+	ReplayTTL    time.Duration
 }
 
-// DefaultReceiverOptions returns a 1 MiB body cap, a 5 minute replay window
-// and the real clock. Lookup and Enqueue must be set by the caller.
+// DefaultReceiverOptions returns a 1 MiB body cap, a 5 minute replay window,
+// 10,000 deliveries remembered for 10 minutes and the real clock. Lookup and
+// Enqueue must be set by the caller.
 func DefaultReceiverOptions() ReceiverOptions {
 	return ReceiverOptions{
 		MaxBodyBytes: 1 << 20,
 		ReplayWindow: 5 * time.Minute,
 		Clock:        clock.RealClock{},
+		ReplayMemory: 10_000,
+		ReplayTTL:    10 * time.Minute,
 	}
 }
 
@@ -52,14 +68,23 @@ func DefaultReceiverOptions() ReceiverOptions {
 //	POST /hook/gitea             X-Gitea-Event, X-Gitea-Signature
 //	POST /hook/generic           X-Timestamp, X-Signature over "<timestamp>.<body>"
 //
-// Answers: 200 to a ping; 202 to a verified push (whether or not a branch
-// matched), to an event it ignores and to a repository it does not know, with
-// no detail; 400 to a malformed payload; 401 to a missing or wrong signature;
-// 405 to anything but POST; 413 to a body over the cap. It only ever calls
-// Enqueue with a source's key: a webhook never carries manifests or revisions.
+// Answers: 200 to a ping; 400 to a malformed request or payload; 405 to
+// anything but POST; 413 to a body over the cap; and to every well-formed
+// push the same 202 with the same body and headers, whether it verified,
+// carried a wrong or no signature, named a repository no source follows, or
+// repeated a delivery already seen, so a sender learns nothing about which
+// repositories the agent serves (the work done is alike too: an unknown
+// repository is checked against a throwaway key). What became of it goes to
+// ReceiverOptions.Observe instead. It only ever calls Enqueue with a source's
+// key, at most once per delivery: a webhook never carries manifests or
+// revisions.
 type Receiver struct {
 	opts      ReceiverOptions
 	providers map[string]webhookProvider
+	// decoy is a random key an unknown repository's signature is checked
+	// against, so that answer takes as long as a wrong signature's.
+	decoy []byte
+	seen  *replayMemory
 }
 
 var _ http.Handler = (*Receiver)(nil)
@@ -80,8 +105,20 @@ func NewReceiver(opts ReceiverOptions) (*Receiver, error) {
 	if opts.Clock == nil {
 		opts.Clock = d.Clock
 	}
+	if opts.ReplayMemory <= 0 {
+		opts.ReplayMemory = d.ReplayMemory
+	}
+	if opts.ReplayTTL <= 0 {
+		opts.ReplayTTL = max(d.ReplayTTL, 2*opts.ReplayWindow)
+	}
+	decoy := make([]byte, 32)
+	if _, err := rand.Read(decoy); err != nil {
+		return nil, fmt.Errorf("webhook receiver create failed: %w", err)
+	}
 	return &Receiver{
-		opts: opts,
+		opts:  opts,
+		decoy: decoy,
+		seen:  newReplayMemory(opts.ReplayMemory, opts.ReplayTTL, opts.Clock),
 		providers: map[string]webhookProvider{
 			"/hook/github":           githubProvider{},
 			"/hook/gitlab":           gitlabProvider{},
@@ -114,37 +151,49 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
+	d := WebhookDelivery{Provider: strings.TrimPrefix(req.URL.Path, "/hook/")}
+	status := r.handle(w, req, p, &d)
+	if r.opts.Observe != nil {
+		r.opts.Observe(d)
+	}
+	reply(w, status)
+}
+
+// handle decides the answer and records what happened in d.
+func (r *Receiver) handle(w http.ResponseWriter, req *http.Request, p webhookProvider, d *WebhookDelivery) int {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		reply(w, http.StatusMethodNotAllowed)
-		return
+		d.Result = ResultMalformed
+		return http.StatusMethodNotAllowed
 	}
 	body, status := r.readBody(w, req)
-	if status != 0 {
-		reply(w, status)
-		return
+	switch status {
+	case 0:
+	case http.StatusRequestEntityTooLarge:
+		d.Result = ResultTooLarge
+		return status
+	default:
+		d.Result = ResultMalformed
+		return status
 	}
 	switch p.Classify(req.Header) {
 	case eventPing:
-		reply(w, http.StatusOK)
-		return
+		d.Result = ResultIgnored
+		return http.StatusOK
 	case eventOther:
-		reply(w, http.StatusAccepted)
-		return
+		d.Result = ResultIgnored
+		return http.StatusAccepted
 	case eventMalformed:
-		reply(w, http.StatusBadRequest)
-		return
-	}
-	if !p.Signed(req.Header) {
-		reply(w, http.StatusUnauthorized)
-		return
+		d.Result = ResultMalformed
+		return http.StatusBadRequest
 	}
 	ev, err := p.Parse(body)
 	if err != nil {
-		reply(w, http.StatusBadRequest)
-		return
+		d.Result = ResultMalformed
+		return http.StatusBadRequest
 	}
-	reply(w, r.dispatch(req.Context(), p, req.Header, body, ev))
+	r.dispatch(req.Context(), p, req.Header, body, ev, d)
+	return http.StatusAccepted
 }
 
 // readBody reads at most MaxBodyBytes, refusing a larger body before any of
@@ -165,26 +214,44 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, i
 }
 
 // dispatch finds the sources of the event's repository, keeps those whose
-// secret verifies, and enqueues those whose branch matches.
-func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Header, body []byte, ev pushEvent) int {
+// secret verifies, and, unless the delivery was seen before, enqueues those
+// whose branch matches. The caller answers 202 whatever it finds.
+func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Header, body []byte, ev pushEvent, d *WebhookDelivery) {
 	targets := r.lookup(ctx, ev.RepoURLs)
 	if len(targets) == 0 {
-		return http.StatusAccepted // unknown repository: say nothing more
+		p.Verify(h, body, r.decoy) // as much work as a wrong signature
+		d.Result = ResultUnknownRepository
+		return
 	}
-	verified := false
+	var verified []WebhookTarget
 	for _, t := range targets {
-		if !p.Verify(h, body, t.Secret) {
-			continue
+		if p.Verify(h, body, t.Secret) {
+			verified = append(verified, t)
 		}
-		verified = true
+	}
+	if len(verified) == 0 {
+		d.Result = ResultBadSignature
+		for _, t := range targets {
+			d.Rejected = append(d.Rejected, t.Key)
+		}
+		return
+	}
+	// Scoped to the sources it verified for: the same payload sent by two
+	// hooks with different secrets is two deliveries, not a replay.
+	scope := d.Provider
+	for _, t := range verified {
+		scope += "\x00" + t.Key
+	}
+	if !r.seen.firstTime(scope, p.Delivery(h, body)) {
+		d.Result = ResultReplayed
+		return
+	}
+	d.Result = ResultAccepted
+	for _, t := range verified {
 		if branchMatches(t.Branch, ev.Refs) {
 			r.opts.Enqueue(t.Key)
 		}
 	}
-	if !verified {
-		return http.StatusUnauthorized
-	}
-	return http.StatusAccepted
 }
 
 // lookup returns the distinct targets (by Key) with a secret for the

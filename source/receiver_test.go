@@ -75,13 +75,34 @@ func (r *recorder) Keys() []string {
 	return out
 }
 
+// observed collects what the receiver tells Observe.
+type observed struct {
+	mu         sync.Mutex
+	deliveries []WebhookDelivery
+}
+
+func (o *observed) Observe(d WebhookDelivery) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.deliveries = append(o.deliveries, d)
+}
+
+func (o *observed) All() []WebhookDelivery {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.deliveries)
+}
+
 // newTestReceiver starts a receiver behind a real loopback HTTP server.
-func newTestReceiver(t *testing.T, enqueue func(string)) *httptest.Server {
+func newTestReceiver(t *testing.T, enqueue func(string), observe ...func(WebhookDelivery)) *httptest.Server {
 	t.Helper()
 	opts := DefaultReceiverOptions()
 	opts.Lookup = lookupIndex(testSources)
 	opts.Enqueue = enqueue
 	opts.Clock = clocktesting.NewFakePassiveClock(testNow)
+	if len(observe) > 0 {
+		opts.Observe = observe[0]
+	}
 	rcv, err := NewReceiver(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +211,9 @@ func TestReceiverEnqueuesMatchingSources(t *testing.T) {
 	}
 }
 
+// TestReceiverRefuses: nothing is enqueued for a request that does not
+// verify; a wrong or missing signature is answered like any push (202) and
+// observed as bad_signature, so only the operator learns of it.
 func TestReceiverRefuses(t *testing.T) {
 	github := readFixture(t, "github-push.json")
 	generic := readFixture(t, "generic.json")
@@ -208,56 +232,57 @@ func TestReceiverRefuses(t *testing.T) {
 		headers http.Header
 		body    io.Reader
 		status  int
+		result  WebhookResult
 	}{
-		{"github bad signature", "", "/hook/github", githubHeaders("push", github, wrong), bytes.NewReader(github), 401},
-		{"github missing signature", "", "/hook/github", http.Header{"X-Github-Event": {"push"}}, bytes.NewReader(github), 401},
+		{"github bad signature", "", "/hook/github", githubHeaders("push", github, wrong), bytes.NewReader(github), 202, ResultBadSignature},
+		{"github missing signature", "", "/hook/github", http.Header{"X-Github-Event": {"push"}}, bytes.NewReader(github), 202, ResultBadSignature},
 		{"github signature not hex", "", "/hook/github", http.Header{"X-Github-Event": {"push"}, "X-Hub-Signature-256": {"sha256=zz"}},
-			bytes.NewReader(github), 401},
+			bytes.NewReader(github), 202, ResultBadSignature},
 		{"github sha1 signature only", "", "/hook/github", http.Header{"X-Github-Event": {"push"}, "X-Hub-Signature": {"sha1=00"}},
-			bytes.NewReader(github), 401},
+			bytes.NewReader(github), 202, ResultBadSignature},
 		{"github body changed after signing", "", "/hook/github", githubHeaders("push", github, testSecret),
-			bytes.NewReader(bytes.Replace(github, []byte("main"), []byte("prod"), 1)), 401},
+			bytes.NewReader(bytes.Replace(github, []byte("main"), []byte("prod"), 1)), 202, ResultBadSignature},
 		{"github missing event header", "", "/hook/github", http.Header{"X-Hub-Signature-256": {signHexHMAC("sha256=", github, testSecret)}},
-			bytes.NewReader(github), 400},
-		{"github malformed JSON", "", "/hook/github", githubHeaders("push", []byte("{"), testSecret), strings.NewReader("{"), 400},
+			bytes.NewReader(github), 400, ResultMalformed},
+		{"github malformed JSON", "", "/hook/github", githubHeaders("push", []byte("{"), testSecret), strings.NewReader("{"), 400, ResultMalformed},
 		{"github push without repository", "", "/hook/github", githubHeaders("push", []byte(`{"ref":"refs/heads/main"}`), testSecret),
-			strings.NewReader(`{"ref":"refs/heads/main"}`), 400},
-		{"unknown repository", "", "/hook/github", githubHeaders("push", unknownRepo, testSecret), bytes.NewReader(unknownRepo), 202},
-		{"oversized body with Content-Length", "", "/hook/github", githubHeaders("push", huge, testSecret), bytes.NewReader(huge), 413},
+			strings.NewReader(`{"ref":"refs/heads/main"}`), 400, ResultMalformed},
+		{"unknown repository", "", "/hook/github", githubHeaders("push", unknownRepo, testSecret), bytes.NewReader(unknownRepo), 202, ResultUnknownRepository},
+		{"oversized body with Content-Length", "", "/hook/github", githubHeaders("push", huge, testSecret), bytes.NewReader(huge), 413, ResultTooLarge},
 		{"oversized body chunked", "", "/hook/github", githubHeaders("push", huge, testSecret),
-			io.MultiReader(bytes.NewReader(huge)), 413},
-		{"gitlab wrong token", "", "/hook/gitlab", gitlabHeaders("Push Hook", nil, wrong), bytes.NewReader(readFixture(t, "gitlab-push.json")), 401},
+			io.MultiReader(bytes.NewReader(huge)), 413, ResultTooLarge},
+		{"gitlab wrong token", "", "/hook/gitlab", gitlabHeaders("Push Hook", nil, wrong), bytes.NewReader(readFixture(t, "gitlab-push.json")), 202, ResultBadSignature},
 		{"gitlab missing token", "", "/hook/gitlab", http.Header{"X-Gitlab-Event": {"Push Hook"}},
-			bytes.NewReader(readFixture(t, "gitlab-push.json")), 401},
+			bytes.NewReader(readFixture(t, "gitlab-push.json")), 202, ResultBadSignature},
 		{"bitbucket cloud bad signature", "", "/hook/bitbucket", bitbucketHeaders("repo:push", nil, testSecret),
-			bytes.NewReader(readFixture(t, "bitbucket-cloud-push.json")), 401},
+			bytes.NewReader(readFixture(t, "bitbucket-cloud-push.json")), 202, ResultBadSignature},
 		{"bitbucket server bad signature", "", "/hook/bitbucket-server", bitbucketHeaders("repo:refs_changed", nil, testSecret),
-			bytes.NewReader(readFixture(t, "bitbucket-server-push.json")), 401},
+			bytes.NewReader(readFixture(t, "bitbucket-server-push.json")), 202, ResultBadSignature},
 		{"gitea bad signature", "", "/hook/gitea", giteaHeaders("push", nil, testSecret),
-			bytes.NewReader(readFixture(t, "gitea-push.json")), 401},
+			bytes.NewReader(readFixture(t, "gitea-push.json")), 202, ResultBadSignature},
 		{"generic replayed outside the window", "", "/hook/generic", genericHeaders(testNow.Add(-6*time.Minute), generic, testSecret),
-			bytes.NewReader(generic), 401},
+			bytes.NewReader(generic), 202, ResultBadSignature},
 		{"generic from the future", "", "/hook/generic", genericHeaders(testNow.Add(6*time.Minute), generic, testSecret),
-			bytes.NewReader(generic), 401},
+			bytes.NewReader(generic), 202, ResultBadSignature},
 		{"generic timestamp swapped after signing", "", "/hook/generic", func() http.Header {
 			h := genericHeaders(testNow.Add(-time.Hour), generic, testSecret)
 			h.Set("X-Timestamp", strconv.FormatInt(testNow.Unix(), 10))
 			return h
-		}(), bytes.NewReader(generic), 401},
-		{"generic signature over body only", "", "/hook/generic", bodyOnlySig, bytes.NewReader(generic), 401},
+		}(), bytes.NewReader(generic), 202, ResultBadSignature},
+		{"generic signature over body only", "", "/hook/generic", bodyOnlySig, bytes.NewReader(generic), 202, ResultBadSignature},
 		{"generic missing timestamp", "", "/hook/generic", http.Header{"X-Signature": {signHexHMAC("sha256=", generic, testSecret)}},
-			bytes.NewReader(generic), 401},
+			bytes.NewReader(generic), 202, ResultBadSignature},
 		{"generic absurd timestamp", "", "/hook/generic", http.Header{"X-Timestamp": {"-9223372036854775808"},
-			"X-Signature": {"sha256=00"}}, bytes.NewReader(generic), 401},
+			"X-Signature": {"sha256=00"}}, bytes.NewReader(generic), 202, ResultBadSignature},
 		{"generic missing repository", "", "/hook/generic", genericHeaders(testNow, []byte(`{"branch":"main"}`), testSecret),
-			strings.NewReader(`{"branch":"main"}`), 400},
-		{"GET", http.MethodGet, "/hook/github", nil, nil, 405},
-		{"unknown path", "", "/hook/svn", githubHeaders("push", github, testSecret), bytes.NewReader(github), 404},
+			strings.NewReader(`{"branch":"main"}`), 400, ResultMalformed},
+		{"GET", http.MethodGet, "/hook/github", nil, nil, 405, ResultMalformed},
+		{"unknown path", "", "/hook/svn", githubHeaders("push", github, testSecret), bytes.NewReader(github), 404, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := &recorder{}
-			srv := newTestReceiver(t, rec.Enqueue)
+			rec, obs := &recorder{}, &observed{}
+			srv := newTestReceiver(t, rec.Enqueue, obs.Observe)
 			method := tt.method
 			if method == "" {
 				method = http.MethodPost
@@ -287,6 +312,17 @@ func TestReceiverRefuses(t *testing.T) {
 			}
 			if bytes.Contains(body, testSecret) || bytes.Contains(body, []byte("org/app")) {
 				t.Errorf("response %q carries detail", body)
+			}
+			var results []WebhookResult
+			for _, d := range obs.All() {
+				results = append(results, d.Result)
+			}
+			var want []WebhookResult
+			if tt.result != "" {
+				want = []WebhookResult{tt.result}
+			}
+			if diff := cmp.Diff(want, results); diff != "" {
+				t.Errorf("observed results (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -31,16 +31,25 @@ type RenderOptions struct {
 	// through anchors and aliases, so a few hundred bytes cannot decode into
 	// gigabytes.
 	MaxYAMLNodes int
+	// MaxObjects caps the objects one render yields, counted while documents
+	// are decoded, so a repository of millions of tiny documents fails at
+	// the first one over the cap with bounded memory (see render_limit.go).
+	MaxObjects int
+
+	// objects is the count of this render, set by Render.
+	objects *objectBudget
 }
 
 // DefaultRenderOptions returns caps that fit any sane repository path:
-// 4 MiB per file, 64 MiB in total, 10,000 files, 250,000 nodes per document.
+// 4 MiB per file, 64 MiB in total, 10,000 files, 250,000 nodes per document,
+// 10,000 objects.
 func DefaultRenderOptions() RenderOptions {
 	return RenderOptions{
 		MaxFileBytes:  4 << 20,
 		MaxTotalBytes: 64 << 20,
 		MaxFiles:      10_000,
 		MaxYAMLNodes:  250_000,
+		MaxObjects:    DefaultMaxObjects,
 	}
 }
 
@@ -59,6 +68,9 @@ func (o RenderOptions) withDefaults() RenderOptions {
 	if o.MaxYAMLNodes <= 0 {
 		o.MaxYAMLNodes = d.MaxYAMLNodes
 	}
+	if o.MaxObjects <= 0 {
+		o.MaxObjects = d.MaxObjects
+	}
 	return o
 }
 
@@ -75,9 +87,11 @@ var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml",
 // On error the result is nil and the error is a *RenderError whose class
 // (ErrOutsideRoot, ErrTooLarge, ErrInvalidYAML, ErrInvalidObject, ErrDuplicate,
 // ErrNotFound, ErrRemoteDisabled, ErrKustomize) is reachable with errors.Is,
-// or ctx's error if it was cancelled.
+// or ctx's error if it was cancelled. More than MaxObjects objects is
+// ErrTooLarge with an *ObjectLimitError cause.
 func Render(ctx context.Context, root, path string, opts RenderOptions) (*Rendered, error) {
 	opts = opts.withDefaults()
+	opts.objects = newObjectBudget(opts.MaxObjects)
 	rel, err := localPath(path)
 	if err != nil {
 		return nil, err

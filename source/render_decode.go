@@ -32,7 +32,11 @@ func decodeManifest(file string, data []byte, opts RenderOptions) ([]decodedObje
 		if err := utiljson.Unmarshal(data, &v); err != nil {
 			return nil, &RenderError{Class: ErrInvalidYAML, Path: file, Detail: "invalid JSON", Err: err}
 		}
-		return expandList(loc, v)
+		objs, err := expandList(loc, v)
+		if err == nil {
+			err = opts.countObjects(loc, len(objs)) // render_limit.go
+		}
+		return objs, err
 	}
 	var out []decodedObject
 	for _, doc := range splitYAMLDocuments(data) {
@@ -46,6 +50,9 @@ func decodeManifest(file string, data []byte, opts RenderOptions) ([]decodedObje
 		}
 		objs, err := expandList(loc, v)
 		if err != nil {
+			return nil, err
+		}
+		if err := opts.countObjects(loc, len(objs)); err != nil { // render_limit.go
 			return nil, err
 		}
 		out = append(out, objs...)

@@ -51,8 +51,9 @@ type pushEvent struct {
 type webhookProvider interface {
 	// Classify tells a push from a ping from an event we ignore, by headers.
 	Classify(h http.Header) eventKind
-	// Signed reports whether the request carries a signature or token at all.
-	Signed(h http.Header) bool
+	// Delivery returns the keys that identify this delivery for replay
+	// detection (see deliveryKeys).
+	Delivery(h http.Header, body []byte) []string
 	// Verify checks the signature or token against one candidate secret, in
 	// constant time.
 	Verify(h http.Header, body, secret []byte) bool

@@ -23,7 +23,9 @@ func (bitbucketCloudProvider) Classify(h http.Header) eventKind {
 	return eventOther
 }
 
-func (bitbucketCloudProvider) Signed(h http.Header) bool { return h.Get("X-Hub-Signature") != "" }
+func (bitbucketCloudProvider) Delivery(h http.Header, body []byte) []string {
+	return deliveryKeys(h.Get("X-Request-UUID"), body)
+}
 
 func (bitbucketCloudProvider) Verify(h http.Header, body, secret []byte) bool {
 	return verifyHexHMAC(h.Get("X-Hub-Signature"), "sha256=", body, secret)
@@ -109,7 +111,9 @@ func (bitbucketServerProvider) Classify(h http.Header) eventKind {
 	return eventOther
 }
 
-func (bitbucketServerProvider) Signed(h http.Header) bool { return h.Get("X-Hub-Signature") != "" }
+func (bitbucketServerProvider) Delivery(h http.Header, body []byte) []string {
+	return deliveryKeys(h.Get("X-Request-Id"), body)
+}
 
 func (bitbucketServerProvider) Verify(h http.Header, body, secret []byte) bool {
 	return verifyHexHMAC(h.Get("X-Hub-Signature"), "sha256=", body, secret)

@@ -23,8 +23,9 @@ var _ webhookProvider = genericProvider{}
 
 func (genericProvider) Classify(http.Header) eventKind { return eventPush }
 
-func (genericProvider) Signed(h http.Header) bool {
-	return h.Get("X-Signature") != "" && h.Get("X-Timestamp") != ""
+// Delivery is keyed by what the signature covers: the timestamp and body.
+func (genericProvider) Delivery(h http.Header, body []byte) []string {
+	return deliveryKeys("", genericSignedMessage(h.Get("X-Timestamp"), body))
 }
 
 func (g genericProvider) Verify(h http.Header, body, secret []byte) bool {

@@ -19,7 +19,9 @@ func (giteaProvider) Classify(h http.Header) eventKind {
 	return eventOther
 }
 
-func (giteaProvider) Signed(h http.Header) bool { return h.Get("X-Gitea-Signature") != "" }
+func (giteaProvider) Delivery(h http.Header, body []byte) []string {
+	return deliveryKeys(h.Get("X-Gitea-Delivery"), body)
+}
 
 func (giteaProvider) Verify(h http.Header, body, secret []byte) bool {
 	return verifyHexHMAC(h.Get("X-Gitea-Signature"), "", body, secret)

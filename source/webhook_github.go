@@ -20,7 +20,9 @@ func (githubProvider) Classify(h http.Header) eventKind {
 	return eventOther
 }
 
-func (githubProvider) Signed(h http.Header) bool { return h.Get("X-Hub-Signature-256") != "" }
+func (githubProvider) Delivery(h http.Header, body []byte) []string {
+	return deliveryKeys(h.Get("X-GitHub-Delivery"), body)
+}
 
 func (githubProvider) Verify(h http.Header, body, secret []byte) bool {
 	return verifyHexHMAC(h.Get("X-Hub-Signature-256"), "sha256=", body, secret)

@@ -18,7 +18,9 @@ func (gitlabProvider) Classify(h http.Header) eventKind {
 	return eventOther
 }
 
-func (gitlabProvider) Signed(h http.Header) bool { return h.Get("X-Gitlab-Token") != "" }
+func (gitlabProvider) Delivery(h http.Header, body []byte) []string {
+	return deliveryKeys(h.Get("X-Gitlab-Event-UUID"), body)
+}
 
 func (gitlabProvider) Verify(h http.Header, _, secret []byte) bool {
 	return equalToken(h.Get("X-Gitlab-Token"), secret)
