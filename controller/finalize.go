@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/crashpoint"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -47,6 +48,7 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 		})
 		return "retry", ctrl.Result{RequeueAfter: dec.RequeueAfter}, serr
 	}
+	crashpoint.Hit(crashpoint.InFinalizer)
 	if dec.Reason == inventory.ReasonTimedOut {
 		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, dec.Reason, "Finalize", "%s", clip(dec.Message))
 	} else if note := changeNote(&outcome{pruned: res, attempted: gs.Status.LastAppliedRevision}); note != "" {
