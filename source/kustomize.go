@@ -47,6 +47,10 @@ func renderKustomize(ctx context.Context, repo *repoRoot, rel string, opts Rende
 		if errors.As(err, &re) {
 			return nil, re
 		}
+		if secrets := fsys.readSecrets(); len(secrets) > 0 {
+			return nil, &RenderError{Class: ErrKustomize, Path: filepath.ToSlash(rel), Detail: "kustomize build failed",
+				Err: &withheldError{Tool: "kustomize", Sources: secrets}}
+		}
 		// Paths in kustomize's messages are absolute; show them relative.
 		msg := strings.ReplaceAll(err.Error(), repo.dir+string(filepath.Separator), "")
 		msg = strings.ReplaceAll(msg, repo.dir, ".")

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,12 @@ type confinedFS struct {
 	// first is the first violation seen; kustomize turns the errors it gets
 	// into text, so the typed error is kept here for Render to return.
 	first error
+	// secretEnvs are the env files of the secretGenerators seen so far, by
+	// real path, checked when kustomize reads them.
+	secretEnvs map[string]secretEnvFile
+	// secretSources are the files read so far that may hold Secret data:
+	// kustomize's message is withheld when it failed after reading one.
+	secretSources []string
 }
 
 var _ filesys.FileSystem = (*confinedFS)(nil)
@@ -204,11 +211,51 @@ func (c *confinedFS) ReadFile(path string) ([]byte, error) {
 		}
 	}
 	if slices.Contains(kustomizationFileNames, filepath.Base(rel)) {
-		if err := checkKustomization(c.repo, rel, data); err != nil {
+		envs, err := checkKustomization(c.repo, rel, data)
+		if err != nil {
 			return nil, c.keep(err)
 		}
+		c.addSecretEnvs(envs)
+	}
+	if err := c.noteSecretSource(rel, data); err != nil {
+		return nil, c.keep(err)
 	}
 	return data, nil
+}
+
+// addSecretEnvs records the env files of a kustomization's secretGenerators.
+func (c *confinedFS) addSecretEnvs(envs map[string]secretEnvFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.secretEnvs == nil {
+		c.secretEnvs = map[string]secretEnvFile{}
+	}
+	maps.Copy(c.secretEnvs, envs)
+}
+
+// noteSecretSource records a file that may hold Secret data and checks it
+// when it is the env file of a secretGenerator.
+func (c *confinedFS) noteSecretSource(rel string, data []byte) error {
+	c.mu.Lock()
+	env, isEnv := c.secretEnvs[rel]
+	if isEnv || mayHoldSecret(data) {
+		c.secretSources = append(c.secretSources, filepath.ToSlash(rel))
+	}
+	c.mu.Unlock()
+	if isEnv {
+		return checkSecretEnv(filepath.ToSlash(rel), data, env)
+	}
+	return nil
+}
+
+// readSecrets returns the files read that may hold Secret data, sorted and
+// without duplicates.
+func (c *confinedFS) readSecrets() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.secretSources)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Walk walks a tree inside the root without following symlinks.

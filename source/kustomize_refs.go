@@ -13,18 +13,19 @@ import (
 // kustomize acts on it. Kustomize has no switch to turn remote bases off: a
 // resource it cannot find locally is cloned with git or fetched over HTTP. So
 // every resource, base and component must exist inside the root, and no file
-// reference may be a URL.
-func checkKustomization(repo *repoRoot, rel string, data []byte) error {
+// reference may be a URL. It returns the env files of its secretGenerators
+// by real path, to be checked when kustomize reads them (see checkSecretEnv).
+func checkKustomization(repo *repoRoot, rel string, data []byte) (map[string]secretEnvFile, error) {
 	file := filepath.ToSlash(rel)
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
-		return &RenderError{Class: ErrKustomize, Path: file, Detail: "invalid kustomization", Err: err}
+		return nil, &RenderError{Class: ErrKustomize, Path: file, Detail: "invalid kustomization", Err: withheldJSON(data, err)}
 	}
 	k.FixKustomization()
 	if len(k.HelmCharts) > 0 || k.HelmGlobals != nil {
-		return renderErr(ErrRemoteDisabled, file, "helmCharts are disabled")
+		return nil, renderErr(ErrRemoteDisabled, file, "helmCharts are disabled")
 	}
-	c := refChecker{repo: repo, kfile: file, dir: filepath.Dir(rel)}
+	c := refChecker{repo: repo, kfile: file, dir: filepath.Dir(rel), secretEnvs: map[string]secretEnvFile{}}
 	for _, r := range k.Resources {
 		c.dirOrFile("resources", r)
 	}
@@ -62,9 +63,9 @@ func checkKustomization(repo *repoRoot, rel string, data []byte) error {
 		c.generator("configMapGenerator", g.KvPairSources)
 	}
 	for _, g := range k.SecretGenerator {
-		c.generator("secretGenerator", g.KvPairSources)
+		c.secretGenerator(g)
 	}
-	return c.err
+	return c.secretEnvs, c.err
 }
 
 // refChecker checks the entries of one kustomization, keeping the first error.
@@ -73,6 +74,8 @@ type refChecker struct {
 	kfile string // the kustomization, slash-separated, for messages
 	dir   string // its directory relative to the root
 	err   error
+	// secretEnvs collects the env files of secretGenerators by real path.
+	secretEnvs map[string]secretEnvFile
 }
 
 // dirOrFile checks a resource-like entry: it must exist inside the root,
@@ -88,51 +91,74 @@ func (c *refChecker) dirOrFile(field, entry string) {
 	c.resolve(field, entry)
 }
 
-// file checks a file entry (patch, generator input, crd): no URL, inside the root.
-func (c *refChecker) file(field, entry string) {
+// file checks a file entry (patch, generator input, crd): no URL, inside the
+// root. It returns the entry's real path, "" when it failed.
+func (c *refChecker) file(field, entry string) string {
 	if c.err != nil || entry == "" {
-		return
+		return ""
 	}
 	if strings.Contains(entry, "://") {
 		c.fail(ErrRemoteDisabled, field, entry, "remote files are disabled", nil)
-		return
+		return ""
 	}
-	c.resolve(field, entry)
+	return c.resolve(field, entry)
 }
 
-// generator checks the files and env files of a ConfigMap or Secret generator.
-func (c *refChecker) generator(field string, src types.KvPairSources) {
+// generator checks the files and env files of a ConfigMap or Secret
+// generator and returns the real paths of the env files.
+func (c *refChecker) generator(field string, src types.KvPairSources) []string {
 	for _, f := range src.FileSources {
 		if i := strings.Index(f, "="); i >= 0 {
 			f = f[i+1:] // "key=path"
 		}
 		c.file(field+" files", f)
 	}
+	var envs []string
 	for _, f := range src.EnvSources {
-		c.file(field+" envs", f)
+		if real := c.file(field+" envs", f); real != "" {
+			envs = append(envs, real)
+		}
+	}
+	return envs
+}
+
+// secretGenerator checks a Secret generator like any generator, and its
+// literals here, because kustomize quotes a malformed literal whole.
+func (c *refChecker) secretGenerator(g types.SecretArgs) {
+	for _, real := range c.generator("secretGenerator", g.KvPairSources) {
+		c.secretEnvs[real] = secretEnvFile{Kustomization: c.kfile, Generator: g.Name}
+	}
+	for i, l := range g.LiteralSources {
+		if problem := checkSecretLiteral(l); problem != "" && c.err == nil {
+			c.err = renderErr(ErrKustomize, c.kfile, "secretGenerator %q literals[%d]: %s (the literal's content is withheld)",
+				g.Name, i, problem)
+		}
 	}
 }
 
 // resolve fails unless entry, relative to the kustomization, resolves to an
-// existing path inside the root.
-func (c *refChecker) resolve(field, entry string) {
+// existing path inside the root, and returns that real path ("" on failure).
+func (c *refChecker) resolve(field, entry string) string {
 	if filepath.IsAbs(entry) {
 		c.fail(ErrOutsideRoot, field, entry, "absolute paths are not allowed", nil)
-		return
+		return ""
 	}
 	lexical, err := localPath(filepath.Join(c.dir, filepath.FromSlash(entry)))
 	if err != nil {
 		c.fail(ErrOutsideRoot, field, entry, "leaves the repository root", nil)
-		return
+		return ""
 	}
-	if _, err := c.repo.resolve(lexical); err != nil {
+	real, err := c.repo.resolve(lexical)
+	if err != nil {
 		var re *RenderError
 		if errors.As(err, &re) {
 			c.fail(re.Class, field, entry, re.Detail, re.Err)
-			return
+			return ""
 		}
 		c.fail(ErrNotFound, field, entry, "cannot resolve", err)
+		return ""
 	}
+	return real
 }
 
 func (c *refChecker) fail(class error, field, entry, detail string, cause error) {

@@ -30,7 +30,7 @@ func decodeManifest(file string, data []byte, opts RenderOptions) ([]decodedObje
 		loc := docLocation{Path: file, Document: 1, Line: 1}
 		var v any
 		if err := utiljson.Unmarshal(data, &v); err != nil {
-			return nil, &RenderError{Class: ErrInvalidYAML, Path: file, Detail: "invalid JSON", Err: err}
+			return nil, &RenderError{Class: ErrInvalidYAML, Path: file, Detail: "invalid JSON", Err: withheldJSON(data, err)}
 		}
 		objs, err := expandList(loc, v)
 		if err == nil {
@@ -71,12 +71,12 @@ func decodeYAMLDocument(loc docLocation, doc yamlDocument, opts RenderOptions) (
 	j, err := yaml.YAMLToJSON(doc.Data)
 	if err != nil {
 		return nil, &RenderError{Class: ErrInvalidYAML, Path: loc.Path, Line: loc.Line, Document: loc.Document,
-			Detail: "invalid YAML", Err: yamlLineError{err: err, offset: doc.Offset}}
+			Detail: "invalid YAML", Err: withheldYAML(doc, err)}
 	}
 	var v any
 	if err := utiljson.Unmarshal(j, &v); err != nil {
 		return nil, &RenderError{Class: ErrInvalidYAML, Path: loc.Path, Line: loc.Line, Document: loc.Document,
-			Detail: "invalid YAML", Err: err}
+			Detail: "invalid YAML", Err: withheldJSON(doc.Data, err)}
 	}
 	return v, nil
 }
