@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"gitsync.dev/gitsync/internal/egress"
 )
 
 // Source is one path of one repository at a ref: what a GitSync follows.
@@ -37,6 +39,12 @@ type Source struct {
 	Path string
 	// Auth is optional; nil means anonymous.
 	Auth *Auth
+	// Egress, when set, is the only way this Source's Git traffic leaves
+	// the process: http(s) and ssh connections dial through it, so a URL or
+	// redirect to an address its policy denies fails with an
+	// ErrInvalidSource, and schemes it cannot guard (git://) are refused.
+	// The agent sets it for tenant-named URLs; nil (the CLI) dials freely.
+	Egress *egress.Dialer
 }
 
 // Validate checks the Source without touching the network.
@@ -212,7 +220,11 @@ func (f *Fetcher) transportAuth(src Source) (transport.AuthMethod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("url invalid: %w", ErrInvalidSource)
 	}
-	return src.Auth.transportAuth(ep, filepath.Join(f.opts.Dir, "known_hosts"))
+	auth, err := src.Auth.transportAuth(ep, filepath.Join(f.opts.Dir, "known_hosts"))
+	if err != nil || src.Egress == nil {
+		return auth, err
+	}
+	return guardAuth(src.Egress, ep, auth)
 }
 
 func (f *Fetcher) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

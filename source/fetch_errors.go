@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"gitsync.dev/gitsync/internal/egress"
 )
 
 // Classes of fetch failure; a *GitError unwraps to at most one of them.
@@ -84,7 +86,11 @@ func gitErr(src Source, op string, err error) error {
 
 func gitErrClass(err error) error {
 	msg := err.Error()
+	var denied *egress.DeniedError
 	switch {
+	case errors.As(err, &denied):
+		// The operator's policy refused the address: no retry can help.
+		return ErrInvalidSource
 	case errors.Is(err, ErrRefNotFound):
 		return ErrRefNotFound
 	case errors.Is(err, ErrInvalidSource):
