@@ -13,6 +13,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/crashpoint"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -41,6 +42,7 @@ func (r *GitSyncReconciler) writeStatus(ctx context.Context, gs *v1.GitSync, st 
 // report writes what a sync did into status and emits events for what
 // changed: objects applied or pruned, failure started or changed, recovery.
 func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *syncState, out *outcome) error {
+	crashpoint.Hit(crashpoint.BeforeStatus)
 	before := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady).DeepCopy()
 	prevApplied := gs.Status.LastAppliedRevision
 	err := r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) {

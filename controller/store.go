@@ -21,7 +21,7 @@ func inventoryOf(gs *v1.GitSync) (*inventory.Inventory, error) {
 		if err != nil {
 			return nil, fmt.Errorf("GitSync/%s/%s status inventory invalid: %w", gs.Namespace, gs.Name, err)
 		}
-		entries = append(entries, inventory.Entry{ID: id, UID: e.UID, Version: e.Version})
+		entries = append(entries, inventory.Entry{ID: id, UID: e.UID, Version: e.Version, Pending: e.Pending})
 	}
 	return inventory.New(entries...), nil
 }
@@ -34,7 +34,7 @@ func statusInventory(inv *inventory.Inventory) *v1.Inventory {
 	}
 	out := &v1.Inventory{Entries: make([]v1.InventoryEntry, 0, inv.Len())}
 	for _, e := range inv.Entries {
-		out.Entries = append(out.Entries, v1.InventoryEntry{ID: e.ID.Key(), Version: e.Version, UID: e.UID})
+		out.Entries = append(out.Entries, v1.InventoryEntry{ID: e.ID.Key(), Version: e.Version, UID: e.UID, Pending: e.Pending})
 	}
 	return out
 }

@@ -12,6 +12,10 @@ import (
 
 // Applier writes desired objects; *apply.Applier is the one gitsync uses.
 type Applier interface {
+	// IDs returns the ID each object would be applied under, zero when its
+	// kind is unknown (Apply skips it): the pending entries are recorded
+	// under these IDs before Apply runs.
+	IDs(objs []*unstructured.Unstructured) []inventory.ObjectID
 	Apply(ctx context.Context, objs []*unstructured.Unstructured) (*apply.ChangeSet, error)
 }
 

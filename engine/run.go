@@ -42,14 +42,24 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 	if opts.Client == nil {
 		return res, errors.New("engine: a Client is required to prune")
 	}
-	old, err := store.Load(ctx)
+	stored, err := store.Load(ctx)
 	if err != nil {
 		return res, &StoreError{Op: "load", Err: err}
+	}
+	ids := opts.Applier.IDs(desired)
+	old := stored
+	if pending := pendingEntries(desired, ids, stored); len(pending) > 0 {
+		old = stored.Union(inventory.New(pending...))
+		if err := store.Save(ctx, old); err != nil {
+			return res, &StoreError{Op: "record pending", Err: err}
+		}
+		res.Inventory = old
 	}
 	crashpoint.Hit(crashpoint.BeforeApply)
 	cs, runErr := opts.Applier.Apply(ctx, desired)
 	res.Changes = cs
 	applied := appliedInventory(desired, cs)
+	old = withoutMoved(old, stored, ids, cs)
 	crashpoint.Hit(crashpoint.AfterApply)
 	save := func(inv *inventory.Inventory, err error) (*Result, error) {
 		res.Inventory = inv
@@ -95,6 +105,43 @@ func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options,
 		err = &PruneError{Err: err}
 	}
 	return save(pruned.Remaining, err)
+}
+
+// pendingEntries are the entries recorded before the apply: every desired
+// object the stored inventory does not list yet, except those annotated
+// gitsync.dev/prune: disabled (never tracked) and those of unknown kinds
+// (Apply skips them).
+func pendingEntries(desired []*unstructured.Unstructured, ids []inventory.ObjectID, stored *inventory.Inventory) []inventory.Entry {
+	var out []inventory.Entry
+	for i, obj := range desired {
+		if ids[i] == (inventory.ObjectID{}) || stored.Has(ids[i]) || inventory.PruneDisabled(obj.GetAnnotations()) {
+			continue
+		}
+		out = append(out, inventory.Entry{ID: ids[i], Version: obj.GroupVersionKind().Version, Pending: true})
+	}
+	return out
+}
+
+// withoutMoved drops from old the pending entries this run recorded under an
+// ID that Apply then did not use (the kind's scope changed in between): the
+// applied entry replaces them.
+func withoutMoved(old, stored *inventory.Inventory, ids []inventory.ObjectID, cs *apply.ChangeSet) *inventory.Inventory {
+	moved := map[inventory.ObjectID]bool{}
+	for i, e := range cs.Entries {
+		if i < len(ids) && ids[i] != (inventory.ObjectID{}) && ids[i] != e.ID && !stored.Has(ids[i]) {
+			moved[ids[i]] = true
+		}
+	}
+	if len(moved) == 0 {
+		return old
+	}
+	kept := make([]inventory.Entry, 0, old.Len())
+	for _, e := range old.Entries {
+		if !moved[e.ID] {
+			kept = append(kept, e)
+		}
+	}
+	return inventory.New(kept...)
 }
 
 // appliedInventory lists the objects that exist as applied, with their live

@@ -48,6 +48,9 @@ func (p *PrunePlan) deleteOwned(ctx context.Context, c client.Client, d Deletion
 			}
 			return PruneEntry{}, fmt.Errorf("re-read after conflict: %w", err)
 		}
+		if d.entry.Pending && live.GetUID() != d.UID {
+			return PruneEntry{ID: d.ID, Action: ActionKept, Reason: "recreated by someone else since the plan"}, nil
+		}
 		if reason := notOurs(live, d.entry, p.opts.owner()); reason != "" {
 			return PruneEntry{ID: d.ID, Action: ActionKept, Reason: reason + " since the plan"}, nil
 		}

@@ -17,11 +17,24 @@
 // The package never applies anything and never deletes an object it did not
 // first read and check. Plan is read-only; Execute and Orphan write.
 //
+// Pending entries. A sync records the objects it is about to create before
+// it applies them, as entries marked pending (no UID yet), so a crash or a
+// failed save between apply and record leaves nothing carrying its owner
+// labels outside its inventory. A pending entry still in the desired set is
+// replaced by the applied entry; one that left it is pruned like any other,
+// except that without a recorded UID it is deleted only while the live
+// object carries exactly the owner's labels, with the live UID and
+// resourceVersion as preconditions; absent, it is dropped.
+//
 // Stored forms. In a GitSync's status (written by the controller):
-// status.inventory.entries[] = {"id": Key(), "v": version, "uid": uid}, where
+// status.inventory.entries[] = {"id": Key(), "v": version, "uid": uid} and,
+// for a pending entry, {"id", "v", "pending": true} without "uid", where
 // Key() is "namespace_name_group_kind" (namespace and group empty for
 // cluster-scoped and core objects), sorted. In the CLI's ConfigMap
 // "gitsync-inventory-<sync>" (label gitsync.dev/inventory: <sync>): the JSON
 // of Inventory, {"entries":[{"id":{"group","kind","namespace","name"},"uid",
-// "version"}]}, gzip-compressed under binaryData "inventory.json.gz".
+// "version","pending"}]}, gzip-compressed under binaryData
+// "inventory.json.gz". "pending" is written only when true: an inventory
+// stored before it existed has none, and every entry reads as recorded with
+// its UID, exactly as before (an upgrade never prunes en masse).
 package inventory

@@ -17,6 +17,13 @@ type Entry struct {
 	// fallback: readers resolve the version through a RESTMapper when they
 	// have one, because a version can stop being served.
 	Version string `json:"version,omitempty"`
+	// Pending marks an object recorded before it was applied, so it has no
+	// UID yet: it may exist (the apply ran, its record did not) or not. A
+	// pending object is pruned only while it carries exactly the owner's
+	// labels, with its live UID as the delete precondition. An entry without
+	// the marker is never pending, whatever its UID: an inventory stored
+	// before pending entries existed reads as it always did.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Inventory is the set of objects a sync applied, sorted by ID with each ID at

@@ -39,21 +39,31 @@ func isNoMatch(err error) bool {
 // inventory entry e ("" when it may): it was recreated (new UID),
 // relabelled, or opted out.
 func notOurs(live metav1.Object, e Entry, owner Owner) string {
-	if e.UID == "" {
+	labels := live.GetLabels()
+	switch {
+	case e.Pending:
+		// Recorded before its apply, so without a UID: only exactly our
+		// owner labels say the apply ran and the object is ours.
+		if !owner.Owns(labels) {
+			return "recorded as pending, and the live object does not carry this sync's owner labels (" + ownerLabelValues(labels) + ")"
+		}
+	case e.UID == "":
 		return "no UID recorded in the inventory"
-	}
-	if live.GetUID() != e.UID {
+	case live.GetUID() != e.UID:
 		return fmt.Sprintf("recreated by someone else (live UID %s, recorded %s)", live.GetUID(), e.UID)
-	}
-	if labels := live.GetLabels(); !owner.ownsRecorded(labels) {
-		return fmt.Sprintf("owner labels changed (%s=%s, %s=%s, %s=%s)",
-			NameLabel, labelValue(labels, NameLabel), NamespaceLabel, labelValue(labels, NamespaceLabel),
-			OwnerKindLabel, labelValue(labels, OwnerKindLabel))
+	case !owner.ownsRecorded(labels):
+		return "owner labels changed (" + ownerLabelValues(labels) + ")"
 	}
 	if PruneDisabled(live.GetAnnotations()) {
 		return fmt.Sprintf("annotated %s: %s", PruneAnnotation, PruneDisabledValue)
 	}
 	return ""
+}
+
+func ownerLabelValues(labels map[string]string) string {
+	return fmt.Sprintf("%s=%s, %s=%s, %s=%s",
+		NameLabel, labelValue(labels, NameLabel), NamespaceLabel, labelValue(labels, NamespaceLabel),
+		OwnerKindLabel, labelValue(labels, OwnerKindLabel))
 }
 
 func labelValue(labels map[string]string, key string) string {

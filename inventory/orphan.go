@@ -62,6 +62,20 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 		}
 		return failed(err)
 	}
+	if e.Pending {
+		// No UID was recorded: the patch tests the UID of the object that
+		// carries exactly our labels now.
+		live, err := getMeta(ctx, c, m.GVK, e.ID)
+		switch {
+		case apierrors.IsNotFound(err):
+			return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "recorded as pending, never created"}
+		case err != nil:
+			return failed(err)
+		case !OwnedBy(live.GetLabels(), name, namespace):
+			return PruneEntry{ID: e.ID, Action: ActionKept, Reason: "recorded as pending, and the live object does not carry this sync's owner labels"}
+		}
+		e.UID = live.GetUID()
+	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(m.GVK)
 	obj.SetNamespace(e.ID.Namespace)

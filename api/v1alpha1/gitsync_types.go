@@ -265,6 +265,11 @@ type InventoryEntry struct {
 	// UID of the object when it was applied; prune requires it to match.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
+	// Pending marks an object recorded before its apply, without a UID: it
+	// is pruned only while it carries exactly this GitSync's owner labels.
+	// Entries written before this field existed are never pending.
+	// +optional
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Condition types and reasons of a GitSync, following kstatus conventions:

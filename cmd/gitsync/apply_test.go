@@ -76,6 +76,43 @@ func TestPrunePreviewFromInventory(t *testing.T) {
 	wantCode(t, r, 0)
 }
 
+// TestApplyResolvesPendingEntries: an inventory whose entry is still
+// pending (the apply ran, its record did not: a crash or a refused save)
+// lets apply --prune delete the object once it leaves the directory, so it
+// is not left behind with our owner labels. Checked by treating pending
+// entries like entries without a UID in inventory's notOurs: left is kept
+// and survives.
+func TestApplyResolvesPendingEntries(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "v"), "left.yaml": configMap("left", "k", "v")})
+	wantCode(t, gitsyncIn(t, ns, "apply", dir, "--name", "web"), 0)
+	ctx := context.Background()
+	store := inventory.NewConfigMapStore(testClient(t), ns, "web")
+	inv, err := store.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []inventory.Entry
+	for _, e := range inv.Entries {
+		if e.ID.Name == "left" {
+			e.UID, e.Pending = "", true
+		}
+		entries = append(entries, e)
+	}
+	if err := store.Save(ctx, inventory.New(entries...)); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFiles(t, dir, map[string]string{"left.yaml": ""})
+	r := gitsyncIn(t, ns, "apply", dir, "--name", "web", "--prune")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "ConfigMap/"+ns+"/left pruned") || exists(t, ns, "left") {
+		t.Errorf("the pending ConfigMap that left the directory was not pruned:\n%s", r)
+	}
+}
+
 // TestPruneSafetyRails: the prune limit and an empty source refuse, and an
 // apply that failed prunes nothing.
 func TestPruneSafetyRails(t *testing.T) {

@@ -1,0 +1,57 @@
+package apply
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"gitsync.dev/gitsync/inventory"
+)
+
+// IDs returns, without writing anything, the ID under which Apply would
+// write each object: its namespace defaulted for namespaced kinds and
+// cleared for cluster-scoped ones. A kind the cluster does not serve yet
+// takes its scope from a CustomResourceDefinition in objs (created in
+// Apply's first stage). The ID is zero when the kind is unknown either way:
+// Apply skips such an object. Callers record the IDs before the apply.
+func (a *Applier) IDs(objs []*unstructured.Unstructured) []inventory.ObjectID {
+	defined := definedScopes(objs)
+	ids := make([]inventory.ObjectID, len(objs))
+	for i, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		namespaced, ok := defined[gvk.GroupKind()]
+		if m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			namespaced, ok = m.Scope.Name() == meta.RESTScopeNameNamespace, true
+		}
+		if !ok {
+			continue
+		}
+		id := inventory.IDOf(obj)
+		switch {
+		case !namespaced:
+			id.Namespace = ""
+		case id.Namespace == "":
+			id.Namespace = a.opts.DefaultNamespace
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+// definedScopes returns whether each kind defined by a CRD in objs is
+// namespaced.
+func definedScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, obj := range objs {
+		if obj.GroupVersionKind().GroupKind() != crdGK {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(obj.Object, "spec", "scope")
+		if group != "" && kind != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = scope != "Cluster"
+		}
+	}
+	return out
+}
