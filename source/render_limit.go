@@ -18,10 +18,16 @@ const DefaultMaxObjects = 10_000
 type ObjectLimitError struct {
 	// Max is the cap that was exceeded.
 	Max int
+	// Setting names what sets the cap, "--max-objects" when empty.
+	Setting string
 }
 
 func (e *ObjectLimitError) Error() string {
-	return fmt.Sprintf("the cap is %d objects per revision (--max-objects)", e.Max)
+	setting := e.Setting
+	if setting == "" {
+		setting = "--max-objects"
+	}
+	return fmt.Sprintf("the cap is %d objects per revision (%s)", e.Max, setting)
 }
 
 // ErrObjectLimit is matched by every *ObjectLimitError with errors.Is.
