@@ -88,6 +88,14 @@ type GitSyncSpec struct {
 	// +optional
 	Wait bool `json:"wait,omitempty"`
 
+	// MaxObjects lowers the agent's cap on the objects one revision may
+	// render to (`gitsync run --max-objects`, default 10,000); a value above
+	// the agent's cap is refused. A render over the cap fails without
+	// applying anything.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxObjects *int32 `json:"maxObjects,omitempty"`
+
 	// TargetNamespace is the namespace for namespaced objects that have none in
 	// Git. Defaults to the GitSync's namespace.
 	// +kubebuilder:validation:MaxLength=63
@@ -292,4 +300,9 @@ const (
 	ReasonSuspended         = "Suspended"
 	ReasonDeleting          = "Deleting"
 	ReasonDeletionBlocked   = "DeletionBlocked"
+	// ReasonRewritten: the revision applied is not a descendant of the one
+	// applied before on the same branch or tag (a force push, a reset, a
+	// re-tag). Ready is True; the reason stays until another revision is
+	// applied.
+	ReasonRewritten = "Rewritten"
 )

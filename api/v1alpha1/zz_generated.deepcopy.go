@@ -119,6 +119,11 @@ func (in *GitSyncSpec) DeepCopyInto(out *GitSyncSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.MaxObjects != nil {
+		in, out := &in.MaxObjects, &out.MaxObjects
+		*out = new(int32)
+		**out = **in
+	}
 	if in.KubeConfig != nil {
 		in, out := &in.KubeConfig, &out.KubeConfig
 		*out = new(KubeConfigReference)
