@@ -12,6 +12,9 @@
 // the managers in Options.TakeOverManagers (kubectl's); Force takes all.
 // Immutable-field changes are *ImmutableError unless the object opts in to
 // recreation (RecreateAnnotation) or Force is set. Apply never prunes.
+// An error about a Secret never holds a value: it is rebuilt from the
+// status's code, reason and causes' field paths, keeping its class
+// (redact.go).
 //
 // Without Options.OwnerLabels an object keeps the owner labels its live
 // object carries: only a named sync changes ownership. A dry run

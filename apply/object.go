@@ -34,6 +34,7 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, 
 	}
 	out, err := a.write(ctx, p, &e)
 	if err != nil {
+		err = secretSafe(e.ID, p.desired, err) // redact.go
 		if fatal(err) {
 			return e, nil, fmt.Errorf("%s apply failed: %w", e.Subject, err)
 		}
@@ -120,7 +121,7 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fres
 
 // failPlan fails the entry, or the whole run when err says the apiserver is unreachable.
 func (a *Applier) failPlan(e Entry, verb string, err error) (planned, Entry, error) {
-	err = fmt.Errorf("%s %s failed: %w", e.Subject, verb, err)
+	err = fmt.Errorf("%s %s failed: %w", e.Subject, verb, secretSafe(e.ID, nil, err))
 	if fatal(err) {
 		return planned{}, e, err
 	}
