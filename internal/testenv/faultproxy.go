@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -74,6 +72,16 @@ type Fault struct {
 	Delay time.Duration
 	// Drop closes the client's connection without an answer.
 	Drop bool
+	// Hold keeps the request until the channel is closed (or the client
+	// gives up), then acts on it: a test stops the apiserver while an
+	// apply is in flight so.
+	Hold <-chan struct{}
+	// After makes the rule act only once that rule has matched a request
+	// ("fail status writes once ConfigMap c was applied").
+	After *FaultRule
+
+	// A rule without Status, Delay, Drop or Hold only counts the requests
+	// it matches and forwards them.
 }
 
 // FaultRule is an injected fault; it counts the requests it matched.
@@ -162,9 +170,6 @@ func (p *FaultProxy) Inject(f Fault) (*FaultRule, error) {
 		}
 		r.path = re
 	}
-	if f.Status == 0 && f.Delay == 0 && !f.Drop {
-		return nil, errors.New("fault does nothing: set Status, Delay or Drop")
-	}
 	p.mu.Lock()
 	p.rules = append(p.rules, r)
 	p.mu.Unlock()
@@ -218,6 +223,9 @@ func (r *FaultRule) take(req *http.Request) bool {
 	if r.path != nil && !r.path.MatchString(req.URL.Path) {
 		return false
 	}
+	if f.After != nil && f.After.Matched() == 0 {
+		return false
+	}
 	q := req.URL.Query()
 	for k, v := range f.Query {
 		if q.Get(k) != v {
@@ -255,6 +263,13 @@ func (p *FaultProxy) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	f := r.fault
+	if f.Hold != nil {
+		select {
+		case <-f.Hold:
+		case <-req.Context().Done():
+			return
+		}
+	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
@@ -297,16 +312,43 @@ func writeStatus(w http.ResponseWriter, req *http.Request, code int, retryAfter 
 	if retryAfter > 0 && secs == 0 {
 		secs = 1
 	}
-	msg := fmt.Sprintf("injected fault: %s %s", req.Method, req.URL.Path)
-	st := apierrors.NewGenericServerResponse(code, req.Method, schema.GroupResource{}, "", msg, secs, true).ErrStatus
-	st.Kind, st.APIVersion = "Status", "v1"
-	st.Message = msg // the generic message depends on the verb; keep it plain
+	st := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Code:     int32(code),
+		Reason:   reasonFor(code),
+		Message:  fmt.Sprintf("injected fault: %s %s", req.Method, req.URL.Path),
+	}
+	if secs > 0 {
+		st.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(secs)}
+	}
 	if secs > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(&st)
+}
+
+// reasonFor is the reason an apiserver gives with code.
+func reasonFor(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	case http.StatusInternalServerError:
+		return metav1.StatusReasonInternalError
+	case http.StatusGatewayTimeout:
+		return metav1.StatusReasonTimeout
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	}
+	return metav1.StatusReasonUnknown
 }
 
 // WaitSeen waits until r has matched a request or ctx ends.
