@@ -49,7 +49,10 @@ func asSyncError(err error, reason string) *syncError {
 // retried.
 func classifyFetch(err error) error {
 	var re *source.RenderError
+	var se *syncError
 	switch {
+	case errors.As(err, &se):
+		return err // classified already
 	case errors.Is(err, source.ErrInvalidSource):
 		return stalled(v1.ReasonInvalidSpec, err)
 	case errors.As(err, &re):

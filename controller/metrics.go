@@ -17,6 +17,7 @@ type Metrics struct {
 	applied           *prometheus.CounterVec
 	pruned            prometheus.Counter
 	revision          *prometheus.GaugeVec
+	webhookRequests   *prometheus.CounterVec
 	// lastRevision remembers the label set per GitSync so the old series is
 	// removed when the revision changes.
 	mu           sync.Mutex
@@ -43,9 +44,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gitsync_last_applied_revision_info",
 			Help: "1 for the revision each GitSync last applied.",
 		}, []string{"namespace", "name", "revision"}),
+		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitsync_webhook_requests_total",
+			Help: "Webhook requests by provider and result (accepted, bad_signature, unknown_repository, malformed, replayed, too_large, ignored). The sender gets the same answer for most; this is where they differ.",
+		}, []string{"provider", "result"}),
 		lastRevision: map[types.NamespacedName]string{},
 	}
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision} {
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -69,6 +74,13 @@ func (m *Metrics) observeApply(cs *apply.ChangeSet) {
 			m.applied.WithLabelValues(string(e.Action), e.ID.Kind).Inc()
 		}
 	}
+}
+
+func (m *Metrics) observeWebhook(provider, result string) {
+	if m == nil {
+		return
+	}
+	m.webhookRequests.WithLabelValues(provider, result).Inc()
 }
 
 func (m *Metrics) observePruned(n int) {

@@ -40,6 +40,11 @@ type Options struct {
 	// small repositories replacing files are not refused. A GitSync can
 	// override it with the gitsync.dev/prune-max-share annotation.
 	PruneMaxShare float64
+	// MaxObjects is the operator's cap on the objects one revision may
+	// render to (gitsync run --max-objects). The Cache must render with the
+	// same source.RenderOptions.MaxObjects; a GitSync's spec.maxObjects may
+	// only lower it.
+	MaxObjects int
 	// MinBackoff is the first retry delay after a transient failure; it
 	// doubles per failure up to spec.retryInterval.
 	MinBackoff time.Duration
@@ -70,6 +75,7 @@ func DefaultOptions() Options {
 		MinBackoff:              time.Second,
 		PruneMaxShare:           inventory.DefaultPruneOptions().MaxShare,
 		Jitter:                  0.1,
+		MaxObjects:              source.DefaultMaxObjects,
 		QPS:                     1000,
 		Burst:                   2000,
 	}
@@ -94,6 +100,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = def.MinBackoff
+	}
+	if o.MaxObjects <= 0 {
+		o.MaxObjects = def.MaxObjects
 	}
 	if o.Jitter < 0 {
 		o.Jitter = 0

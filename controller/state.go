@@ -29,6 +29,8 @@ type syncState struct {
 	stalledErr    error
 
 	superseded map[string]bool
+
+	rewind rewindMemo // see rewind.go
 }
 
 func (s *syncState) markFetch() {

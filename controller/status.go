@@ -78,7 +78,8 @@ func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	se := out.syncErr()
 	switch {
 	case se == nil:
-		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonSucceeded, "Applied revision "+out.applied)
+		reason, msg := readyCondition(s, out) // rewind.go
+		set(v1.ConditionReady, metav1.ConditionTrue, reason, msg)
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionReconciling)
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
 	case se.Stalled:

@@ -25,6 +25,7 @@ type outcome struct {
 	inventory *inventory.Inventory
 	changes   *apply.ChangeSet
 	pruned    *inventory.PruneResult
+	rewind    *rewind // see rewind.go
 	err       error
 }
 
@@ -58,6 +59,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
+	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
@@ -111,7 +113,7 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
 		return nil, err
 	}
-	art, err := r.opts.Cache.GetRevision(ctx, src, rev)
+	art, err := r.getCapped(ctx, gs, src, rev) // render_limit.go
 	if err == nil && len(art.Rendered.Objects) == 0 && !gs.Spec.AllowEmpty {
 		err = stalled(v1.ReasonRenderFailed, fmt.Errorf("path %q at %s renders no objects (set spec.allowEmpty to sync an empty set)", src.Path, rev))
 	}

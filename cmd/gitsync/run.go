@@ -68,6 +68,9 @@ type RunOptions struct {
 	// credential plugins inside the agent.
 	AllowKubeconfigExec bool
 	PruneMaxShare       float64
+	// MaxObjects caps the objects one revision may render to; a GitSync's
+	// spec.maxObjects may only lower it (controller.Options.MaxObjects).
+	MaxObjects int
 	// KubeAPIQPS and KubeAPIBurst are the client-side request budget all
 	// GitSyncs share per target cluster (controller.Options.QPS, Burst).
 	KubeAPIQPS   float32
@@ -117,6 +120,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.Float64Var(&o.PruneMaxShare, "prune-max-share", controller.DefaultOptions().PruneMaxShare, "Refuse to prune more than this share (0..1] of a GitSync's objects at once, counted above ten objects; 0 disables. A GitSync's gitsync.dev/prune-max-share annotation overrides it.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", controller.DefaultOptions().QPS, "Requests per second all GitSyncs together may send to one cluster (one budget per cluster, not per GitSync); 0 disables client-side limiting.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", controller.DefaultOptions().Burst, "Burst of the per-cluster request budget (--kube-api-qps).")
+	fs.IntVar(&o.MaxObjects, "max-objects", source.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.StringVar(&o.LogFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "Log at debug level.")
@@ -246,8 +250,10 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	}
 	copts := source.DefaultCacheOptions()
 	copts.Fetcher = fetcher
+	ropts := source.DefaultRenderOptions()
+	ropts.MaxObjects = o.MaxObjects // the operator's cap; GitSyncs compare theirs to the count
 	copts.Render = func(ctx context.Context, root, path string) (*source.Rendered, error) {
-		return source.Render(ctx, root, path, source.DefaultRenderOptions())
+		return source.Render(ctx, root, path, ropts)
 	}
 	srcCache, err := source.NewCache(copts)
 	if err != nil {
@@ -260,6 +266,7 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	opts := controller.DefaultOptions()
 	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, metrics
 	opts.MaxConcurrentReconciles = o.Concurrent
+	opts.MaxObjects = o.MaxObjects
 	opts.AllowExecPlugins = o.AllowKubeconfigExec
 	opts.PruneMaxShare = o.PruneMaxShare
 	opts.QPS, opts.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -335,6 +342,7 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 	}
 	ropts := source.DefaultReceiverOptions()
 	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader(), controller.DefaultWebhookLookupOptions())
+	ropts.Observe = rec.WebhookObserver() // metrics, and events on GitSyncs whose secret did not verify
 	// A replica that is not leading forwards through a Trigger, so a burst
 	// of pushes becomes one annotation patch per GitSync, not one per event.
 	forward := source.NewTrigger()

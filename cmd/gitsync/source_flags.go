@@ -32,6 +32,9 @@ type SourceOptions struct {
 	// files; secrets that are strings come from the environment only (see
 	// gitEnv*), so they stay out of shell history and process listings.
 	SSHKeyFile, KnownHostsFile, CAFile string
+	// MaxObjects caps the objects the render may yield, as the agent's
+	// --max-objects does.
+	MaxObjects int
 }
 
 // Environment variables holding Git credentials for --url.
@@ -53,6 +56,14 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SSHKeyFile, "ssh-key", "", "Private key file for ssh:// and git@host: URLs (passphrase from $"+gitEnvSSHPassphrase+").")
 	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
+	fs.IntVar(&o.MaxObjects, "max-objects", source.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
+}
+
+// renderOptions are the render caps, with the object cap from --max-objects.
+func (o *SourceOptions) renderOptions() source.RenderOptions {
+	ropts := source.DefaultRenderOptions()
+	ropts.MaxObjects = o.MaxObjects
+	return ropts
 }
 
 // auth reads the credentials for URL: HTTPS basic auth or a token from
@@ -170,7 +181,7 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 			root, rel = top, r
 		}
 	}
-	r, err := source.Render(ctx, root, rel, source.DefaultRenderOptions())
+	r, err := source.Render(ctx, root, rel, o.renderOptions())
 	if errors.Is(err, source.ErrOutsideRoot) {
 		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s: run from the repository's top directory, or inside its Git work tree)", o.Dir, err, root)
 	}
@@ -256,7 +267,7 @@ func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 	if path == "" {
 		path = "."
 	}
-	r, err := source.Render(ctx, checkout, path, source.DefaultRenderOptions())
+	r, err := source.Render(ctx, checkout, path, o.renderOptions())
 	if err != nil {
 		return nil, fmt.Errorf("render %s at %s: %w", source.RedactURL(o.URL), rev, err)
 	}
