@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,6 +135,8 @@ type agent struct {
 type agentOptions struct {
 	namespace string
 	shard     string
+	// logger, when set, receives the manager's and the reconciler's log.
+	logger logr.Logger
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -157,6 +160,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      controller.CacheOptions(byObject),
 		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
+		Logger:     o.logger, // zero: the global logger TestMain set
 	})
 	if err != nil {
 		t.Fatal(err)
