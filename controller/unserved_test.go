@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,4 +72,124 @@ func TestKindNotServedIsNotReady(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, gadget); err != nil {
 		t.Errorf("Gadget not applied after its CRD appeared: %v", err)
 	}
+}
+
+// TestUnservedKindIsNotAbsent: custom resources in the inventory whose CRD
+// stops serving its version are neither deleted nor forgotten when they
+// leave Git: they stay in the inventory, the GitSync is not Ready and says
+// the kind is not served, and once it is served again they are pruned.
+// Checked by restoring the old rule in inventory's inspect (a kind not
+// served counts as absent): the entry leaves the inventory, the GitSync
+// turns Ready and the Gadget is never pruned.
+func TestUnservedKindIsNotAbsent(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	startAgent(t, agentOptions{namespace: ns})
+	group := rand.String(6) + ".example.com"
+	crd := gadgetCRD(group)
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+	eventually(t, "Gadget served", func(ctx context.Context) (bool, error) {
+		return servedGadgets(ctx, c, group, ns) == nil, nil
+	})
+	r := newRepo(t)
+	r.commit(map[string]string{
+		"deploy/a.yaml":      configMap("a", "1"),
+		"deploy/gadget.yaml": "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  size: 3\n",
+	})
+	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
+		g.Spec.RetryInterval = &metav1.Duration{Duration: 2e9}
+	})
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	gadgetID := ns + "_g_" + group + "_Gadget"
+
+	setServed(t, c, crd, false)
+	commit := r.commit(map[string]string{"deploy/gadget.yaml": ""})
+	request(t, c, key, "gadget removed")
+	got := waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionFalse, func(g *v1.GitSync) bool {
+		return strings.Contains(g.Status.LastAttemptedRevision, commit)
+	})
+	if msg := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady).Message; !strings.Contains(msg, "kind not served") || !strings.Contains(msg, "Gadget") {
+		t.Errorf("Ready message %q: want the Gadget named as kind not served", msg)
+	}
+	if !inInventory(got, gadgetID) {
+		t.Errorf("inventory %+v lost the Gadget whose kind is not served", got.Status.Inventory)
+	}
+
+	setServed(t, c, crd, true)
+	got = waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.Contains(g.Status.LastAppliedRevision, commit)
+	})
+	if inInventory(got, gadgetID) {
+		t.Errorf("inventory %+v still lists the pruned Gadget", got.Status.Inventory)
+	}
+	gadget := &unstructured.Unstructured{}
+	gadget.SetAPIVersion(group + "/v1")
+	gadget.SetKind("Gadget")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g"}, gadget); !apierrors.IsNotFound(err) {
+		t.Errorf("Gadget not pruned once served again: %v", err)
+	}
+}
+
+func gadgetCRD(group string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type:                   "object",
+					XPreserveUnknownFields: ptrTo(true),
+				}},
+			}},
+		},
+	}
+}
+
+// setServed switches the Gadget CRD's only version on or off and waits
+// until the apiserver answers for the kind accordingly.
+func setServed(t *testing.T, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, served bool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions[0].Served = served
+	if err := c.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Gadget served="+map[bool]string{true: "true", false: "false"}[served], func(ctx context.Context) (bool, error) {
+		err := servedGadgets(ctx, c, crd.Spec.Group, "default")
+		return (err == nil) == served, nil
+	})
+}
+
+// servedGadgets lists Gadgets in ns: nil when the kind is served.
+func servedGadgets(ctx context.Context, c client.Client, group, ns string) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(group + "/v1")
+	list.SetKind("GadgetList")
+	return c.List(ctx, list, client.InNamespace(ns))
+}
+
+func inInventory(gs *v1.GitSync, id string) bool {
+	if gs.Status.Inventory == nil {
+		return false
+	}
+	for _, e := range gs.Status.Inventory.Entries {
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -104,8 +104,8 @@ func TestPendingResolved(t *testing.T) {
 			t.Errorf("ConfigMap %s exists: %v, want %v", name, got, want)
 		}
 	}
-	if u := live(t, ns, "unlabelled"); u.UID != unlabelled.UID || len(u.Labels) != 0 {
-		t.Errorf("unlabelled ConfigMap changed: %v", u.Labels)
+	if u := live(t, ns, "unlabelled"); u == nil || u.UID != unlabelled.UID || len(u.Labels) != 0 {
+		t.Errorf("unlabelled ConfigMap deleted or changed: %v", u)
 	}
 	want := []inventory.Entry{{ID: cmID(ns, "still-in-git"), UID: kept.UID, Version: "v1"}}
 	if diff := cmp.Diff(want, load(t, store(ns)).Entries); diff != "" {

@@ -115,8 +115,10 @@ func crdBlocked(ctx context.Context, c client.Reader, name string, deleting map[
 		return true
 	})
 	if err != nil {
-		if isNoMatch(err) {
-			return "", nil // no version served: no custom resources to lose
+		if isNoMatch(err) || apierrors.IsNotFound(err) {
+			// Not served (yet, or any more): its custom resources cannot be
+			// listed, which does not mean there are none.
+			return fmt.Sprintf("CustomResourceDefinition's %s cannot be listed (kind not served)", gvk.Kind), nil
 		}
 		return "", fmt.Errorf("list %s: %w", gvk.GroupKind(), err)
 	}

@@ -45,6 +45,10 @@ func (e *RefusedError) Error() string {
 
 func (e *RefusedError) Unwrap() error { return e.Cause }
 
+// ErrKindNotServed: an inventory object's kind is not served, so it can be
+// neither read nor deleted; it is kept in the inventory until it is.
+var ErrKindNotServed = errors.New("kind not served; kept until it is served again")
+
 // ErrNotGone: an object was deleted but is still present when the wait
 // timed out, typically held by a finalizer.
 var ErrNotGone = errors.New("still present when the wait timed out")

@@ -40,7 +40,7 @@ func (p *PrunePlan) Execute(ctx context.Context, c client.WithWatch) (*PruneResu
 	res.Remaining = New(append(append([]Entry(nil), p.Desired.entries()...), stay...)...)
 	var errs []error
 	for _, e := range res.Entries {
-		if e.Action == ActionFailed && e.Err != nil {
+		if (e.Action == ActionFailed || e.Action == ActionUnknown) && e.Err != nil {
 			errs = append(errs, e.Err)
 		}
 	}

@@ -35,6 +35,33 @@ func isNoMatch(err error) bool {
 	return meta.IsNoMatchError(err)
 }
 
+// kindServed tells, after reading an object failed with readErr, whether
+// its kind is still served. A 404 does not say which: the object may be
+// gone, or the whole resource (a CRD whose versions are no longer served,
+// while a RESTMapper still has it). A list of the kind, one item at most,
+// answers: it fails with 404 only when the resource is not served. A
+// denied list cannot tell; the kind then counts as served (the 404 is taken
+// to be the object's, as always). An error other than a 404 or a
+// RESTMapper miss is returned for readErr's caller to report.
+func kindServed(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, namespace string, readErr error) (bool, error) {
+	switch {
+	case isNoMatch(readErr):
+		return false, nil
+	case !apierrors.IsNotFound(readErr):
+		return true, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(listGVK(gvk))
+	err := c.List(ctx, list, client.InNamespace(namespace), client.Limit(1))
+	switch {
+	case err == nil, apierrors.IsForbidden(err):
+		return true, nil
+	case apierrors.IsNotFound(err), isNoMatch(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("list %s to tell a missing object from a kind not served: %w", gvk.Kind, err)
+}
+
 // notOurs returns why a live object may not be deleted by owner under
 // inventory entry e ("" when it may): it was recreated (new UID),
 // relabelled, or opted out.

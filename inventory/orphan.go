@@ -42,7 +42,7 @@ func Orphan(ctx context.Context, c client.Client, inv *Inventory, name, namespac
 	var stay []Entry
 	var errs []error
 	for i, e := range out {
-		if e.Action == ActionFailed {
+		if e.Action == ActionFailed || e.Action == ActionUnknown {
 			stay = append(stay, inv.Entries[i])
 			errs = append(errs, e.Err)
 		}
@@ -58,7 +58,7 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 	m, err := r.resolve(e)
 	if err != nil {
 		if isNoMatch(err) {
-			return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "kind is no longer served"}
+			return unknown(e)
 		}
 		return failed(err)
 	}
@@ -66,7 +66,12 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 		// No UID was recorded: the patch tests the UID of the object that
 		// carries exactly our labels now.
 		live, err := getMeta(ctx, c, m.GVK, e.ID)
+		served, serr := kindServed(ctx, c, m.GVK, e.ID.Namespace, err)
 		switch {
+		case serr != nil:
+			return failed(serr)
+		case !served:
+			return unknown(e)
 		case apierrors.IsNotFound(err):
 			return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "recorded as pending, never created"}
 		case err != nil:
@@ -89,6 +94,12 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 	case err == nil:
 		return PruneEntry{ID: e.ID, Action: ActionOrphaned, Reason: "owner labels removed"}
 	case apierrors.IsNotFound(err):
+		switch served, serr := kindServed(ctx, c, m.GVK, e.ID.Namespace, err); {
+		case serr != nil:
+			return failed(serr)
+		case !served:
+			return unknown(e)
+		}
 		return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "already deleted"}
 	case apierrors.IsInvalid(err):
 		switch action, ok := notOwnedAnyMore(ctx, c, m.GVK, e, name, namespace); {
@@ -99,6 +110,12 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 		}
 	}
 	return failed(err)
+}
+
+// unknown is the outcome for an object whose kind is not served: kept in
+// the inventory until it is, then orphaned.
+func unknown(e Entry) PruneEntry {
+	return PruneEntry{ID: e.ID, Action: ActionUnknown, Reason: ErrKindNotServed.Error(), Err: objectError(e.ID, "orphan", ErrKindNotServed)}
 }
 
 // orphanPatch tests that the object is still the recorded one with our

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +38,8 @@ type PrunePlan struct {
 
 	opts     PruneOptions
 	resolver resolver
-	// failed are stale entries that could not be checked: they stay.
+	// failed are stale entries that could not be checked (failed, or of a
+	// kind not served): they stay.
 	failed []Entry
 }
 
@@ -131,7 +133,7 @@ type check struct {
 
 func (p *PrunePlan) addSkip(e Entry, s PruneEntry) {
 	p.Skipped = append(p.Skipped, s)
-	if s.Action == ActionFailed {
+	if s.Action == ActionFailed || s.Action == ActionUnknown {
 		p.failed = append(p.failed, e)
 	}
 }
@@ -147,13 +149,18 @@ func (p *PrunePlan) inspect(ctx context.Context, c client.Reader, e Entry) check
 	m, err := p.resolver.resolve(e)
 	if err != nil {
 		if isNoMatch(err) {
-			return skip(ActionAbsent, "kind is no longer served", nil)
+			return skip(ActionUnknown, ErrKindNotServed.Error(), ErrKindNotServed)
 		}
 		return skip(ActionFailed, "could not resolve kind", err)
 	}
 	live, err := getMeta(ctx, c, m.GVK, e.ID)
 	if err != nil {
-		if isGone(err) {
+		switch served, serr := kindServed(ctx, c, m.GVK, e.ID.Namespace, err); {
+		case serr != nil:
+			return skip(ActionFailed, "could not read object", serr)
+		case !served:
+			return skip(ActionUnknown, ErrKindNotServed.Error(), ErrKindNotServed)
+		case apierrors.IsNotFound(err):
 			return skip(ActionAbsent, "already deleted", nil)
 		}
 		return skip(ActionFailed, "could not read object", err)

@@ -16,6 +16,11 @@ const (
 	// ActionFailed means the object could not be deleted or orphaned; it stays
 	// in the inventory and is retried.
 	ActionFailed Action = "failed"
+	// ActionUnknown means the object's kind is not served (a CRD with no
+	// served version, an aggregated API down), so whether it exists cannot
+	// be known: unknown is not absent. It stays in the inventory, is
+	// reported like a failure, and is pruned once its kind is served again.
+	ActionUnknown Action = "unknown"
 )
 
 // PruneEntry is the outcome for one object.

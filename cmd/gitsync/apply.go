@@ -134,10 +134,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return withExitCode(exitError, err)
 	}
 	res, err := engine.Run(ctx, desired.Objects, o.store(tgt), o.engineOptions(tgt, a, bar))
+	bar.Done() // ended by the apply already, unless the run stopped before it
 	cs := res.Changes
 	p := newPrinter(o.Out)
-	if cs == nil { // the inventory could not be loaded: nothing was applied
-		return withExitCode(exitFailure, err)
+	if cs == nil { // the inventory could not be loaded or recorded: nothing was applied
+		return withExitCode(exitError, err)
 	}
 	printChangeSet(p, cs)
 	printPruned(p, cs, res.Pruned)
@@ -263,6 +264,8 @@ func printPruned(p *printer, cs *apply.ChangeSet, res *inventory.PruneResult) {
 			p.Printf("%s\n", p.paint(colourRed, e.ID.String()+" pruned"))
 		case inventory.ActionKept:
 			p.Printf("%s kept: %s\n", e.ID, e.Reason)
+		case inventory.ActionUnknown:
+			p.Printf("%s\n", p.paint(colourRed, fmt.Sprintf("%s not pruned: %s", e.ID, e.Reason)))
 		case inventory.ActionFailed:
 			cs.Add(apply.Entry{ID: e.ID, Action: apply.Failed, Err: e.Err})
 			p.Printf("%s\n", p.paint(colourRed, fmt.Sprintf("%s prune failed: %s", e.ID, e.Reason)))

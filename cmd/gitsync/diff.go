@@ -234,7 +234,7 @@ type diffRequest struct {
 // real apply, so the verdicts match) and, when asked, the prune planner
 // against the stored inventory.
 func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffRequest) (*diffReport, error) {
-	a, err := newApplier(tgt, req.Name, applierFlags{DryRun: true, Force: req.Force})
+	a, err := newApplier(ctx, tgt, req.Name, applierFlags{DryRun: true, Force: req.Force})
 	if err != nil {
 		return nil, err
 	}
@@ -305,6 +305,7 @@ func previewPrune(ctx context.Context, tgt *Target, name string, cs *apply.Chang
 		return nil, "", err
 	}
 	var out []diffEntry
+	var warnings []string
 	for _, d := range plan.Deletions {
 		out = append(out, diffEntry{Subject: d.ID.String(), Action: actionPrune})
 	}
@@ -314,9 +315,11 @@ func previewPrune(ctx context.Context, tgt *Target, name string, cs *apply.Chang
 			out = append(out, diffEntry{Subject: s.ID.String(), Action: actionKept, Reason: s.Reason})
 		case inventory.ActionFailed:
 			out = append(out, diffEntry{Subject: s.ID.String(), Action: actionFailed, Reason: s.Reason, err: s.Err})
+		case inventory.ActionUnknown:
+			warnings = append(warnings, fmt.Sprintf("%s would not be pruned: %s", s.ID, s.Reason))
 		}
 	}
-	return out, "", nil
+	return out, strings.Join(warnings, "\n"), nil
 }
 
 // desiredInventory is the set of objects the change set covers, whatever
