@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -146,7 +145,7 @@ func TestDeletionPolicies(t *testing.T) {
 func TestShardSelector(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
-	startAgent(t, agentOptions{namespace: ns, shard: "gitsync.dev/shard=a"})
+	a := startAgent(t, agentOptions{namespace: ns, shard: "gitsync.dev/shard=a"})
 	ctx := context.Background()
 	r := newRepo(t)
 	r.commit(map[string]string{"deploy/a.yaml": configMap("shard", "1")})
@@ -161,8 +160,16 @@ func TestShardSelector(t *testing.T) {
 		}
 	}
 	waitCondition(t, c, client.ObjectKeyFromObject(mine), v1.ConditionReady, metav1.ConditionTrue, nil)
-	// mine was created after theirs and is done: theirs had its chance.
-	time.Sleep(time.Second)
+	// The agent reconciles what its cache holds. Its watch delivers events
+	// in order and mine was created after theirs, so once the cache holds
+	// mine it would hold theirs too, were theirs selected.
+	seen := &v1.GitSyncList{}
+	if err := a.cache.List(ctx, seen, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen.Items) != 1 || seen.Items[0].Name != "mine" {
+		t.Errorf("agent's cache holds %d GitSyncs, want only mine: %+v", len(seen.Items), seen.Items)
+	}
 	got := &v1.GitSync{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,6 +131,8 @@ type agent struct {
 	metrics *prometheus.Registry
 	rec     *controller.GitSyncReconciler
 	cache   cache.Cache
+	// stop stops the manager and waits for it (also done when the test ends).
+	stop func()
 }
 
 type agentOptions struct {
@@ -137,6 +140,8 @@ type agentOptions struct {
 	shard     string
 	// logger, when set, receives the manager's and the reconciler's log.
 	logger logr.Logger
+	// config reaches the apiserver (a fault proxy's); nil means env.Config.
+	config *rest.Config
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -146,6 +151,9 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	setup(t)
 	a := &agent{count: &counter{}, metrics: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(env.Config)
+	if o.config != nil {
+		cfg = rest.CopyConfig(o.config)
+	}
 	cfg.WrapTransport = a.count.wrap
 	byObject := cache.ByObject{Namespaces: map[string]cache.Config{o.namespace: {}}}
 	if o.shard != "" {
@@ -193,12 +201,16 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	a.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(a.stop)
 	return a
 }
 

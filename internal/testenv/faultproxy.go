@@ -41,8 +41,9 @@ type FaultProxy struct {
 	srv      *httptest.Server
 	upstream *httputil.ReverseProxy
 
-	mu    sync.Mutex
-	rules []*FaultRule
+	mu     sync.Mutex
+	rules  []*FaultRule
+	legacy bool
 }
 
 // Fault says which requests a rule matches and what the proxy does to them.
@@ -256,7 +257,24 @@ func (p *FaultProxy) match(req *http.Request) *FaultRule {
 	return nil
 }
 
+// LegacyDiscovery makes clients discover through the proxy one group
+// version at a time (/apis/<group>/<version>), as against an apiserver
+// without aggregated discovery, so that a rule on one group's discovery
+// path fails that group alone. With aggregated discovery (the default)
+// one request to /apis answers for every group.
+func (p *FaultProxy) LegacyDiscovery() {
+	p.mu.Lock()
+	p.legacy = true
+	p.mu.Unlock()
+}
+
 func (p *FaultProxy) serve(w http.ResponseWriter, req *http.Request) {
+	p.mu.Lock()
+	legacy := p.legacy
+	p.mu.Unlock()
+	if legacy && (req.URL.Path == "/api" || req.URL.Path == "/apis") {
+		req.Header.Set("Accept", "application/json")
+	}
 	r := p.match(req)
 	if r == nil {
 		p.upstream.ServeHTTP(w, req)
