@@ -84,7 +84,8 @@ func startAgent(b *testing.B, bin, kubeconfig string, concurrent int) *scaleAgen
 	}
 	a.cmd = exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--install-crds", "--leader-elect=false",
 		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", "",
-		"--concurrent", strconv.Itoa(concurrent), "--cache-dir", filepath.Join(dir, "cache"), "--log-format", "json")
+		"--concurrent", strconv.Itoa(concurrent), "--cache-dir", filepath.Join(dir, "cache"), "--log-format", "json",
+		"--allow-local-sources") // the benchmark's repositories are file:// URLs
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if pprofDir != "" {
 		a.prof = freeLoopback(b)

@@ -22,26 +22,39 @@ const (
 	secretKnownHosts  = "known_hosts"
 )
 
-// sourceOf translates spec.source into a source.Source, reading credentials
-// with reader (the apiserver directly: Secrets are not cached, and they are
-// read only when the remote is asked for a new revision).
-func sourceOf(ctx context.Context, reader client.Reader, gs *v1.GitSync) (source.Source, error) {
+// sourceOf translates spec.source into a source.Source that reaches its
+// remote only through the egress dialer, reading credentials with the API
+// reader (the apiserver directly: Secrets are not cached, and they are read
+// only when the remote is asked for a new revision). A local repository is
+// refused unless the operator allowed local sources.
+func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (source.Source, error) {
 	spec := gs.Spec.Source
 	src := source.Source{
-		URL:  spec.URL,
-		Path: spec.Path,
-		Ref:  source.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit},
+		URL:    spec.URL,
+		Path:   spec.Path,
+		Ref:    source.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit},
+		Egress: &r.opts.Egress,
 	}
 	if err := src.Validate(); err != nil {
 		return src, stalled(v1.ReasonInvalidSpec, err)
 	}
+	if src.IsLocal() && !r.opts.AllowLocalSources {
+		return src, stalled(v1.ReasonInvalidSpec, fmt.Errorf("source url %s is a path on the agent's disk; "+
+			"local sources are refused unless gitsync run is started with --allow-local-sources", source.RedactURL(spec.URL)))
+	}
+	return src, r.sourceAuth(ctx, gs, &src)
+}
+
+// sourceAuth reads spec.source.secretRef into src.Auth.
+func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src *source.Source) error {
+	spec, reader := gs.Spec.Source, r.apiReader
 	if spec.SecretRef == nil {
-		return src, nil
+		return nil
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: gs.Namespace, Name: spec.SecretRef.Name}
 	if err := reader.Get(ctx, key, secret); err != nil {
-		return src, retry(v1.ReasonFetchFailed, fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err))
+		return retry(v1.ReasonFetchFailed, fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err))
 	}
 	d := secret.Data
 	src.Auth = &source.Auth{
@@ -53,5 +66,5 @@ func sourceOf(ctx context.Context, reader client.Reader, gs *v1.GitSync) (source
 		SSHPassphrase: d[secretPassphrase],
 		KnownHosts:    d[secretKnownHosts],
 	}
-	return src, nil
+	return nil
 }

@@ -2,7 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +32,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/source"
 )
@@ -142,6 +145,18 @@ type agentOptions struct {
 	logger logr.Logger
 	// config reaches the apiserver (a fault proxy's); nil means env.Config.
 	config *rest.Config
+	// strictEgress leaves the controller's safe defaults: no local sources,
+	// no loopback. Other agents opt in, because the test repositories are
+	// file:// URLs and the test apiserver is on loopback.
+	strictEgress bool
+	// allowLocalSources and allowNetworks, with strictEgress, are the
+	// operator's --allow-local-sources and --allow-networks.
+	allowLocalSources bool
+	allowNetworks     []netip.Prefix
+	// dial and resolver, when set, replace the egress dialer's network (a
+	// recorder) and name lookups (a table).
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	resolver egress.Resolver
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -193,6 +208,12 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	opts := controller.DefaultOptions()
 	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, m
 	opts.FinalizeTimeout = time.Minute
+	opts.Egress.Policy.Allow, opts.Egress.Dial, opts.Egress.Resolver = o.allowNetworks, o.dial, o.resolver
+	opts.AllowLocalSources = o.allowLocalSources
+	if !o.strictEgress {
+		opts.AllowLocalSources = true
+		opts.Egress.Policy.Allow = append(opts.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))
+	}
 	a.rec, err = controller.New(mgr, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source"
 )
@@ -33,6 +34,16 @@ type Options struct {
 	// plugins. Off by default: a kubeconfig in a Secret would otherwise run
 	// arbitrary programs inside the agent.
 	AllowExecPlugins bool
+	// AllowLocalSources lets spec.source.url name a file:// URL or a local
+	// path. Off by default: a tenant could otherwise read any repository on
+	// the agent's disk, the agent's own object stores included.
+	AllowLocalSources bool
+	// Egress is how the agent reaches what a tenant names: Git remotes over
+	// http(s) and ssh, and spec.kubeConfig servers. Its zero value refuses
+	// loopback, link-local, unspecified and cloud metadata addresses;
+	// Egress.Policy.Allow is the operator's exemption (gitsync run
+	// --allow-networks). Tests replace Egress.Dial with a recorder.
+	Egress egress.Dialer
 	// PruneMaxShare is the largest share of an inventory one sync may prune
 	// (inventory.PruneOptions.MaxShare); 0 turns the limit off. It stops a
 	// render that silently lost most of a large app from deleting it; the

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -40,11 +39,13 @@ type target struct {
 type targets struct {
 	// local are the local cluster's shared clients (the manager's mapper
 	// and HTTP client).
-	local     *clusterClients
-	cache     cache.Cache
-	scheme    *runtime.Scheme
-	base      apply.Options
-	allowExec bool
+	local  *clusterClients
+	cache  cache.Cache
+	scheme *runtime.Scheme
+	base   apply.Options
+	// kubeconfig is what the operator allows in spec.kubeConfig
+	// kubeconfigs, and the egress dialer remote clusters are reached by.
+	kubeconfig kubeconfigOptions
 	// qps and burst are the client-side request budget of each cluster.
 	qps   float32
 	burst int
@@ -79,7 +80,7 @@ func (t *targets) get(ctx context.Context, reader client.Reader, gs *v1.GitSync,
 		}
 		kubeconfig = s
 	}
-	next, err := t.build(gs, kubeconfig)
+	next, err := t.build(ctx, gs, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -110,15 +111,15 @@ func defaultNamespace(gs *v1.GitSync) string {
 	return gs.Namespace
 }
 
-func (t *targets) build(gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, error) {
+func (t *targets) build(ctx context.Context, gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, error) {
 	clients, live := t.local, t.cache
 	tgt := &target{}
 	if kubeconfig != nil {
-		remote, err := restConfigFromSecret(kubeconfig, gs.Spec.KubeConfig.SecretRef.Key, t.allowExec)
+		remote, err := remoteConfig(ctx, kubeconfig, gs.Spec.KubeConfig.SecretRef.Key, t.kubeconfig)
 		if err != nil {
-			return nil, stalled(v1.ReasonInvalidSpec, err)
+			return nil, err
 		}
-		cl, stop, err := t.startRemote(remote)
+		cl, stop, err := t.startRemote(ctx, remote)
 		if err != nil {
 			return nil, retry(v1.ReasonApplyFailed, err)
 		}
@@ -151,8 +152,10 @@ func (t *targets) build(gs *v1.GitSync, kubeconfig *corev1.Secret) (*target, err
 	return tgt, nil
 }
 
-// startRemote starts a cache for a remote cluster and waits for it to run.
-func (t *targets) startRemote(cfg *rest.Config) (cluster.Cluster, context.CancelFunc, error) {
+// startRemote starts a cache for a remote cluster and waits for it to run,
+// at most as long as ctx (the reconcile) lasts: a server that never
+// answers like an apiserver must not hold a worker forever.
+func (t *targets) startRemote(ctx context.Context, cfg *rest.Config) (cluster.Cluster, context.CancelFunc, error) {
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = t.scheme
 		// Only managed objects: a remote cache holds no GitSyncs.
@@ -161,9 +164,13 @@ func (t *targets) startRemote(cfg *rest.Config) (cluster.Cluster, context.Cancel
 	if err != nil {
 		return nil, nil, fmt.Errorf("remote cluster %s: %w", cfg.Host, err)
 	}
-	ctx, cancel := context.WithCancel(t.runCtx())
-	go func() { _ = cl.Start(ctx) }()
-	if !cl.GetCache().WaitForCacheSync(ctx) {
+	runCtx, cancel := context.WithCancel(t.runCtx())
+	go func() { _ = cl.Start(runCtx) }()
+	waitCtx, stopWaiting := context.WithCancel(runCtx)
+	defer stopWaiting()
+	stop := context.AfterFunc(ctx, stopWaiting)
+	defer stop()
+	if !cl.GetCache().WaitForCacheSync(waitCtx) {
 		cancel()
 		return nil, nil, fmt.Errorf("remote cluster %s: cache did not start", cfg.Host)
 	}
@@ -199,33 +206,4 @@ func readKubeConfigSecret(ctx context.Context, reader client.Reader, gs *v1.GitS
 		return nil, retry(v1.ReasonApplyFailed, fmt.Errorf("Secret/%s/%s read failed: %w", gs.Namespace, ref.Name, err))
 	}
 	return s, nil
-}
-
-// restConfigFromSecret builds a rest.Config from the kubeconfig in key of s
-// ("value" when key is empty). Kubeconfigs that would run programs (exec
-// credential plugins, auth provider plugins) are refused unless allowExec.
-func restConfigFromSecret(s *corev1.Secret, key string, allowExec bool) (*rest.Config, error) {
-	if key == "" {
-		key = "value"
-	}
-	data, ok := s.Data[key]
-	if !ok {
-		return nil, fmt.Errorf("Secret/%s/%s has no key %q", s.Namespace, s.Name, key)
-	}
-	raw, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("Secret/%s/%s key %q is not a kubeconfig: %w", s.Namespace, s.Name, key, err)
-	}
-	if !allowExec {
-		for name, ai := range raw.AuthInfos {
-			if ai.Exec != nil || ai.AuthProvider != nil {
-				return nil, fmt.Errorf("Secret/%s/%s kubeconfig user %q runs a credential plugin; exec plugins are disabled (gitsync run --allow-kubeconfig-exec)", s.Namespace, s.Name, name)
-			}
-		}
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("Secret/%s/%s kubeconfig invalid: %w", s.Namespace, s.Name, err)
-	}
-	return cfg, nil
 }

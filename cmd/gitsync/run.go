@@ -35,6 +35,7 @@ import (
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/source"
 )
 
@@ -67,7 +68,14 @@ type RunOptions struct {
 	// AllowKubeconfigExec lets spec.kubeConfig kubeconfigs run exec
 	// credential plugins inside the agent.
 	AllowKubeconfigExec bool
-	PruneMaxShare       float64
+	// AllowLocalSources lets GitSyncs name file:// URLs and local paths
+	// (controller.Options.AllowLocalSources).
+	AllowLocalSources bool
+	// AllowNetworks are comma-separated CIDRs exempted from the egress deny
+	// list (loopback, link-local, cloud metadata) for Git remotes and
+	// kubeconfig servers.
+	AllowNetworks string
+	PruneMaxShare float64
 	// MaxObjects caps the objects one revision may render to; a GitSync's
 	// spec.maxObjects may only lower it (controller.Options.MaxObjects).
 	MaxObjects int
@@ -122,6 +130,8 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", controller.DefaultOptions().Burst, "Burst of the per-cluster request budget (--kube-api-qps).")
 	fs.IntVar(&o.MaxObjects, "max-objects", source.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
+	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
+	fs.StringVar(&o.AllowNetworks, "allow-networks", "", "Comma-separated CIDRs that Git remotes and kubeconfig servers may reach although they are loopback, link-local or cloud metadata addresses, e.g. 127.0.0.0/8.")
 	fs.StringVar(&o.LogFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "Log at debug level.")
 	return cmd
@@ -268,6 +278,10 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	opts.MaxConcurrentReconciles = o.Concurrent
 	opts.MaxObjects = o.MaxObjects
 	opts.AllowExecPlugins = o.AllowKubeconfigExec
+	opts.AllowLocalSources = o.AllowLocalSources
+	if opts.Egress.Policy.Allow, err = egress.ParsePrefixes(o.AllowNetworks); err != nil {
+		return nil, withExitCode(exitError, fmt.Errorf("--allow-networks: %w", err))
+	}
 	opts.PruneMaxShare = o.PruneMaxShare
 	opts.QPS, opts.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	return controller.New(mgr, opts)

@@ -48,7 +48,8 @@ func startRun(t *testing.T, ns string, extra ...string) *agentProc {
 	a := &agentProc{log: &bytes.Buffer{}, metrics: freeAddr(t), health: freeAddr(t), webhook: freeAddr(t)}
 	args := append([]string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
 		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", a.webhook,
-		"--cache-dir", t.TempDir(), "--log-format", "json"}, extra...)
+		"--cache-dir", t.TempDir(), "--log-format", "json",
+		"--allow-local-sources"}, extra...) // the test repositories are file:// URLs
 	a.cmd = exec.Command(bin, args...)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	if err := a.cmd.Start(); err != nil {

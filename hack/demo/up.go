@@ -62,7 +62,8 @@ func up(ctx context.Context, cfg config) error {
 	say("starting `gitsync run` (webhooks on %s, metrics on http://%s/metrics)", hookAddr, metricsAddr)
 	if _, err := startBackground(dir, "gitsync", bin, "run",
 		"--kubeconfig", st.Kubeconfig, "--install-crds", "--leader-elect=false",
-		"--webhook-addr", hookAddr, "--metrics-addr", metricsAddr, "--health-addr", healthAddr); err != nil {
+		"--webhook-addr", hookAddr, "--metrics-addr", metricsAddr, "--health-addr", healthAddr,
+		"--allow-networks", "127.0.0.0/8"); err != nil { // the demo's Git server is on loopback
 		return err
 	}
 
