@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
 
+	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
 )
@@ -162,5 +164,54 @@ func TestPreviousFormatNoMassPrune(t *testing.T) {
 	}
 	if got := inventoryRV(t, ns); got != rv {
 		t.Errorf("converged run wrote the inventory (resourceVersion %s -> %s)", rv, got)
+	}
+}
+
+// TestSkippedObjectsLeaveNoPendingEntry: a custom resource skipped because
+// its CRD failed was recorded as pending and never written; the run drops
+// its entry, so once both leave the desired set nothing waits for a kind
+// that will never be served. Checked by keeping skipped objects' pending
+// entries in withoutUnapplied: the first inventory lists the Gadget and
+// the second run fails with "kind not served".
+func TestSkippedObjectsLeaveNoPendingEntry(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	group := rand.String(6) + ".example.com"
+	badCRD := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": "wrong-name." + group}, // must be gadgets.<group>: refused
+		"spec": map[string]any{
+			"group": group,
+			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			}},
+		},
+	}}
+	gadget := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": group + "/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g"},
+	}}
+	opts := options(t, ns)
+	res, err := engine.Run(ctx, []*unstructured.Unstructured{configMap(ns, "a"), badCRD, gadget}, store(ns), opts)
+	var ae *engine.ApplyError
+	if !errors.As(err, &ae) {
+		t.Fatalf("want the CRD to fail, got %v", err)
+	}
+	if got := res.Changes.Entries[2].Action; got != apply.Skipped {
+		t.Fatalf("Gadget %s, want skipped", got)
+	}
+	stored := load(t, store(ns))
+	if stored.Has(inventory.ObjectID{Group: group, Kind: "Gadget", Namespace: ns, Name: "g"}) {
+		t.Errorf("the skipped Gadget stays recorded as pending: %v", stored.Entries)
+	}
+
+	if _, err := engine.Run(ctx, []*unstructured.Unstructured{configMap(ns, "a")}, store(ns), opts); err != nil {
+		t.Errorf("after the CRD and Gadget left: %v", err)
+	}
+	if got := load(t, store(ns)).IDs(); len(got) != 1 || got[0] != cmID(ns, "a") {
+		t.Errorf("stored %v, want ConfigMap a alone", got)
 	}
 }

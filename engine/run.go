@@ -59,7 +59,7 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 	cs, runErr := opts.Applier.Apply(ctx, desired)
 	res.Changes = cs
 	applied := appliedInventory(desired, cs)
-	old = withoutMoved(old, stored, ids, cs)
+	old = withoutUnapplied(old, stored, ids, cs)
 	crashpoint.Hit(crashpoint.AfterApply)
 	save := func(inv *inventory.Inventory, err error) (*Result, error) {
 		res.Inventory = inv
@@ -122,22 +122,29 @@ func pendingEntries(desired []*unstructured.Unstructured, ids []inventory.Object
 	return out
 }
 
-// withoutMoved drops from old the pending entries this run recorded under an
-// ID that Apply then did not use (the kind's scope changed in between): the
-// applied entry replaces them.
-func withoutMoved(old, stored *inventory.Inventory, ids []inventory.ObjectID, cs *apply.ChangeSet) *inventory.Inventory {
-	moved := map[inventory.ObjectID]bool{}
+// withoutUnapplied drops from old the pending entries this run recorded
+// for objects Apply then did not write under that ID: skipped ones (their
+// kind is not served, their CRD failed), which would otherwise wait for a
+// kind that may never be served, and those applied under another ID (the
+// kind's scope changed in between), which the applied entry replaces.
+func withoutUnapplied(old, stored *inventory.Inventory, ids []inventory.ObjectID, cs *apply.ChangeSet) *inventory.Inventory {
+	drop := map[inventory.ObjectID]bool{}
 	for i, e := range cs.Entries {
-		if i < len(ids) && ids[i] != (inventory.ObjectID{}) && ids[i] != e.ID && !stored.Has(ids[i]) {
-			moved[ids[i]] = true
+		if i >= len(ids) || ids[i] == (inventory.ObjectID{}) || stored.Has(ids[i]) {
+			continue
+		}
+		// An entry without an action was never reached (the run stopped):
+		// its ID is the manifest's, not yet resolved, and it stays pending.
+		if e.Action == apply.Skipped || (e.Action != "" && e.ID != ids[i]) {
+			drop[ids[i]] = true
 		}
 	}
-	if len(moved) == 0 {
+	if len(drop) == 0 {
 		return old
 	}
 	kept := make([]inventory.Entry, 0, old.Len())
 	for _, e := range old.Entries {
-		if !moved[e.ID] {
+		if !drop[e.ID] {
 			kept = append(kept, e)
 		}
 	}
