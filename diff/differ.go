@@ -70,7 +70,9 @@ var ErrNoClient = errors.New("no client for a server-side dry-run")
 
 // DryRunError reports a failed server-side apply dry-run. Callers branch on it
 // with errors.As; the cause (e.g. an apierrors status) is available through
-// Unwrap.
+// Unwrap. The cause is the apiserver's error as it came, which for a Secret
+// may quote a value: the applier, through which every diff reaches a user,
+// rebuilds errors about Secrets without their text (apply/redact.go).
 type DryRunError struct {
 	// ID is the object whose dry-run failed.
 	ID inventory.ObjectID
