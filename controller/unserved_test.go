@@ -193,3 +193,59 @@ func inInventory(gs *v1.GitSync, id string) bool {
 	}
 	return false
 }
+
+// TestUnservedKindHoldsTheFinalizer: a GitSync deleted while a custom
+// resource of its inventory has a kind that is not served keeps its
+// finalizer and says why, instead of forgetting the object; once the kind
+// is served again the object is pruned and the GitSync goes. Checked by
+// restoring the old rule in inventory's inspect (not served counts as
+// absent): the GitSync is gone at once and the Gadget survives it.
+func TestUnservedKindHoldsTheFinalizer(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	startAgent(t, agentOptions{namespace: ns})
+	group := rand.String(6) + ".example.com"
+	crd := gadgetCRD(group)
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+	eventually(t, "Gadget served", func(ctx context.Context) (bool, error) {
+		return servedGadgets(ctx, c, group, ns) == nil, nil
+	})
+	r := newRepo(t)
+	r.commit(map[string]string{"deploy/gadget.yaml": "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata:\n  name: g\n"})
+	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
+		g.Spec.RetryInterval = &metav1.Duration{Duration: 2e9}
+	})
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+
+	setServed(t, c, crd, false)
+	if err := c.Delete(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "finalizer held, naming the kind not served", func(ctx context.Context) (bool, error) {
+		got := &v1.GitSync{}
+		if err := c.Get(ctx, key, got); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady)
+		return cond != nil && strings.Contains(cond.Message, "not served") && strings.Contains(cond.Message, "Gadget"), nil
+	})
+
+	setServed(t, c, crd, true)
+	eventually(t, "GitSync gone once its Gadget is pruned", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(c.Get(ctx, key, &v1.GitSync{})), nil
+	})
+	gadget := &unstructured.Unstructured{}
+	gadget.SetAPIVersion(group + "/v1")
+	gadget.SetKind("Gadget")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g"}, gadget); !apierrors.IsNotFound(err) {
+		t.Errorf("Gadget not pruned by the finalizer: %v", err)
+	}
+}

@@ -107,6 +107,8 @@ func causeOf(err error) string {
 		return "access to the target cluster (forbidden)"
 	case errors.Is(err, ErrNotGone):
 		return "objects held by finalizers"
+	case errors.Is(err, ErrKindNotServed):
+		return "kinds that are not served (unknown, not absent)"
 	case errors.As(err, &netErr), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err),
 		apierrors.IsServerTimeout(err), errors.Is(err, context.DeadlineExceeded):
 		return "the target cluster (unreachable)"

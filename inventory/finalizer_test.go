@@ -39,6 +39,16 @@ func TestDecideFinalizer(t *testing.T) {
 			},
 		},
 		{
+			name:    "kinds not served wait, named as unknown",
+			elapsed: time.Minute,
+			state:   FinalizerState{Remaining: left, Err: objectError(cm("ns", "a"), "prune", ErrKindNotServed)},
+			want: FinalizerDecision{
+				Reason:       ReasonCleaningUp,
+				Message:      "waiting for kinds that are not served (unknown, not absent): 3 object(s): ConfigMap/ns/a, ConfigMap/ns/b and 1 more; giving up at 2026-01-02T03:09:05Z",
+				RequeueAfter: 10 * time.Second,
+			},
+		},
+		{
 			name:    "retry no later than the deadline",
 			elapsed: 4*time.Minute + 55*time.Second,
 			state:   FinalizerState{Remaining: left},
