@@ -84,8 +84,12 @@ func classifyApply(cs *apply.ChangeSet, runErr error) error {
 		if !permanentAPIError(e.Err) {
 			return retry(reason, cs.Err())
 		}
-		if apierrors.IsForbidden(e.Err) {
+		var oe *apply.OwnerConflictError
+		switch {
+		case apierrors.IsForbidden(e.Err):
 			reason = v1.ReasonForbidden
+		case errors.As(e.Err, &oe):
+			reason = v1.ReasonOwnerConflict
 		}
 	}
 	return stalled(reason, cs.Err())

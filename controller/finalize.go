@@ -78,8 +78,11 @@ func (r *GitSyncReconciler) cleanup(ctx context.Context, gs *v1.GitSync) (*inven
 		}
 		return res, res.Remaining, err
 	}
-	opts := inventory.DefaultPruneOptions().ForDeletion()
-	opts.Name, opts.Namespace = gs.Name, gs.Namespace
+	rails, err := r.pruneRails(gs)
+	if err != nil {
+		return nil, inv, err
+	}
+	opts := rails.ForDeletion()
 	plan, err := inventory.Plan(ctx, tgt.direct, inv, inventory.New(), opts)
 	if err != nil {
 		return nil, inv, err

@@ -44,6 +44,12 @@ type Options struct {
 	// Egress.Policy.Allow is the operator's exemption (gitsync run
 	// --allow-networks). Tests replace Egress.Dial with a recorder.
 	Egress egress.Dialer
+	// AgentNamespace and AgentServiceAccount identify the agent's own
+	// workload: no prune deletes its Namespace, its ServiceAccount, the
+	// workloads running as it in its namespace or the RBAC granting it
+	// rights, unless the object carries inventory's consent annotation.
+	// Empty when unknown (a laptop run without a ServiceAccount).
+	AgentNamespace, AgentServiceAccount string
 	// PruneMaxShare is the largest share of an inventory one sync may prune
 	// (inventory.PruneOptions.MaxShare); 0 turns the limit off. It stops a
 	// render that silently lost most of a large app from deleting it; the

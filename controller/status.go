@@ -98,6 +98,7 @@ func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevA
 	if note := changeNote(out); note != "" {
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s", clip(note))
 	}
+	r.emitKept(gs, out.pruned)
 	after := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady)
 	if after == nil {
 		return

@@ -134,13 +134,12 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *target) (engine.Options, error) {
 	opts := engine.DefaultOptions()
 	opts.Applier, opts.Client, opts.Prune = tgt.applier, tgt.direct, gs.Spec.Prune
-	opts.PruneOptions.Name, opts.PruneOptions.Namespace = gs.Name, gs.Namespace
-	opts.PruneOptions.AllowEmpty = gs.Spec.AllowEmpty
-	maxShare, err := pruneMaxShare(gs, r.opts.PruneMaxShare)
+	rails, err := r.pruneRails(gs)
 	if err != nil {
 		opts.Prune = false
 	}
-	opts.PruneOptions.MaxShare = maxShare
+	opts.PruneOptions = rails
+	opts.PruneOptions.AllowEmpty = gs.Spec.AllowEmpty
 	return opts, err
 }
 

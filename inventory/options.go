@@ -67,6 +67,10 @@ type PruneOptions struct {
 	// GitSync being synced, the GitSync CRD, the agent's own workload,
 	// ServiceAccount, RBAC and Namespace. Its zero value protects the CRD.
 	Protect Protection
+
+	// deleting is set by ForDeletion: the share limit applies to the empty
+	// desired set of a deleted sync.
+	deleting bool
 }
 
 // DefaultPruneOptions returns the safe defaults: refuse unless told the sync
@@ -84,12 +88,16 @@ func DefaultPruneOptions() PruneOptions {
 
 // ForDeletion returns the options for pruning the whole inventory because
 // the owning sync itself is being deleted (deletionPolicy: Delete): there
-// is no new revision whose success or emptiness matters, and everything is
-// meant to go. Ownership, UID, annotation and Namespace/CRD rules still hold.
+// is no new revision whose success or emptiness matters. Every other rail
+// still holds: ownership, UID, annotations, protection, Namespace/CRD rules
+// and the share limit, because a GitSync deleted by its parent's prune (an
+// app of apps losing one file) must not take a whole application with it
+// unannounced. MaxShare 0 (or the GitSync's prune-max-share annotation
+// "1") lets an intended deletion through.
 func (o PruneOptions) ForDeletion() PruneOptions {
 	o.SyncSucceeded = true
 	o.AllowEmpty = true
-	o.MaxShare = 0
+	o.deleting = true
 	return o
 }
 

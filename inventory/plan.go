@@ -118,7 +118,7 @@ func checkRails(stale int, old, desired *Inventory, opts PruneOptions) error {
 	if empty && !opts.AllowEmpty {
 		return refuse(ErrEmptyDesired)
 	}
-	if opts.MaxShare > 0 && !empty && stale > opts.MaxShareMinStale && float64(stale) > opts.MaxShare*float64(old.Len()) {
+	if opts.MaxShare > 0 && (!empty || opts.deleting) && stale > opts.MaxShareMinStale && float64(stale) > opts.MaxShare*float64(old.Len()) {
 		return refuse(ErrPruneLimit)
 	}
 	return nil

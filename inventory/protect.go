@@ -18,6 +18,10 @@ import (
 // ServiceAccount, RBAC and Namespace) is the explicit consent to prune it.
 const AllowProtectedPruneAnnotation = "gitsync.dev/allow-protected-prune"
 
+// ProtectedReasonPrefix starts the reason of every object a prune kept
+// because it is protected.
+const ProtectedReasonPrefix = "protected: "
+
 // GitSyncCRDName is the name of the GitSync CustomResourceDefinition.
 const GitSyncCRDName = "gitsyncs.gitsync.dev"
 
@@ -57,7 +61,7 @@ func (p Protection) Reason(ctx context.Context, c client.Reader, id ObjectID, li
 	if reason == "" {
 		return ""
 	}
-	return fmt.Sprintf("protected: %s (annotate it %s=true to allow pruning it)", reason, AllowProtectedPruneAnnotation)
+	return fmt.Sprintf("%s%s (annotate it %s=true to allow pruning it)", ProtectedReasonPrefix, reason, AllowProtectedPruneAnnotation)
 }
 
 func (p Protection) reason(ctx context.Context, c client.Reader, id ObjectID) (string, error) {

@@ -305,4 +305,11 @@ const (
 	// re-tag). Ready is True; the reason stays until another revision is
 	// applied.
 	ReasonRewritten = "Rewritten"
+	// ReasonOwnerConflict: an object in the source belongs to another
+	// GitSync or CLI inventory (its owner labels say so); it is not applied.
+	ReasonOwnerConflict = "OwnerConflict"
+	// ReasonPruneProtected (an Event): an object left the source but is
+	// protected (the GitSync itself, the GitSync CRD, the agent's own
+	// workload, ServiceAccount, RBAC or Namespace) and was kept.
+	ReasonPruneProtected = "PruneProtected"
 )

@@ -128,7 +128,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return o.dryRun(ctx, tgt, desired)
 	}
 	bar := startProgress(o.ErrOut, "applying")
-	a, err := newApplier(tgt, o.Name, applierFlags{Force: o.Force, Progress: bar.Count})
+	a, err := newApplier(ctx, tgt, o.Name, applierFlags{Force: o.Force, Progress: bar.Count})
 	if err != nil {
 		bar.Done()
 		return withExitCode(exitError, err)
@@ -300,8 +300,11 @@ type applierFlags struct {
 }
 
 // newApplier builds the engine's Applier as the agent configures it: gitsync's
-// field manager, kubectl's managers taken over, owner labels when named.
-func newApplier(tgt *Target, name string, f applierFlags) (*apply.Applier, error) {
+// field manager, kubectl's managers taken over, and when named the CLI
+// owner's labels (never a GitSync's: `--name web -n prod` and the GitSync
+// prod/web own different objects) with its recorded inventory, which
+// proves objects labelled before the owner-kind label existed are its own.
+func newApplier(ctx context.Context, tgt *Target, name string, f applierFlags) (*apply.Applier, error) {
 	opts := apply.DefaultOptions()
 	opts.Force = f.Force
 	opts.DryRun = f.DryRun
@@ -309,7 +312,12 @@ func newApplier(tgt *Target, name string, f applierFlags) (*apply.Applier, error
 	opts.DefaultNamespace = tgt.Namespace
 	opts.Progress = f.Progress
 	if name != "" {
-		opts.OwnerLabels = inventory.OwnerLabels(name, tgt.Namespace)
+		opts.OwnerLabels = inventory.CLIOwner(tgt.Namespace, name).Labels()
+		recorded, err := inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, name).Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts.Recorded = recorded
 	}
 	return apply.New(tgt.Config, tgt.Client, opts)
 }
@@ -346,6 +354,7 @@ func (f *PruneFlags) Validate() error {
 func (f *PruneFlags) options(tgt *Target, name string) inventory.PruneOptions {
 	opts := inventory.DefaultPruneOptions()
 	opts.Name, opts.Namespace = name, tgt.Namespace
+	opts.CLI = true
 	opts.AllowEmpty = f.AllowEmpty
 	opts.MaxShare = f.MaxShare
 	opts.AllowNamespaces, opts.AllowCRDs = f.AllowNamespaces, f.AllowCRDs

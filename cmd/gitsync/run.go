@@ -76,6 +76,10 @@ type RunOptions struct {
 	// kubeconfig servers.
 	AllowNetworks string
 	PruneMaxShare float64
+	// AgentNamespace and AgentServiceAccount name the agent's own
+	// ServiceAccount, protected from prunes with its workload, RBAC and
+	// Namespace (default: the chart's environment, else a SelfSubjectReview).
+	AgentNamespace, AgentServiceAccount string
 	// MaxObjects caps the objects one revision may render to; a GitSync's
 	// spec.maxObjects may only lower it (controller.Options.MaxObjects).
 	MaxObjects int
@@ -132,6 +136,8 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
 	fs.StringVar(&o.AllowNetworks, "allow-networks", "", "Comma-separated CIDRs that Git remotes and kubeconfig servers may reach although they are loopback, link-local or cloud metadata addresses, e.g. 127.0.0.0/8.")
+	fs.StringVar(&o.AgentNamespace, "agent-namespace", "", "Namespace of the agent's own ServiceAccount; prunes never delete the agent's Namespace, ServiceAccount, workload or RBAC (default: $POD_NAMESPACE, else asked of the apiserver).")
+	fs.StringVar(&o.AgentServiceAccount, "agent-service-account", "", "Name of the agent's own ServiceAccount (default: $GITSYNC_SERVICE_ACCOUNT, else asked of the apiserver).")
 	fs.StringVar(&o.LogFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "Log at debug level.")
 	return cmd
@@ -283,6 +289,7 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 		return nil, withExitCode(exitError, fmt.Errorf("--allow-networks: %w", err))
 	}
 	opts.PruneMaxShare = o.PruneMaxShare
+	opts.AgentNamespace, opts.AgentServiceAccount = o.agentIdentity(context.Background(), mgr.GetConfig())
 	opts.QPS, opts.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	return controller.New(mgr, opts)
 }
