@@ -145,6 +145,20 @@ func createRemoteGitSync(t *testing.T, c client.Client, ns, name, kubeconfig str
 	return client.ObjectKeyFromObject(gs)
 }
 
+// waitRefusedOrReached waits for whichever comes first: key Stalled, or a
+// request at remote.
+func waitRefusedOrReached(t *testing.T, c client.Client, key client.ObjectKey, remote *fakeCluster) {
+	t.Helper()
+	eventually(t, "GitSync stalled or remote reached", func(ctx context.Context) (bool, error) {
+		gs := &v1.GitSync{}
+		if err := c.Get(ctx, key, gs); err != nil {
+			return false, err
+		}
+		requests, _ := remote.seen()
+		return meta.IsStatusConditionTrue(gs.Status.Conditions, v1.ConditionStalled) || len(requests) > 0, nil
+	})
+}
+
 // waitStalledNaming waits until key is Stalled for InvalidSpec with a
 // message containing every word.
 func waitStalledNaming(t *testing.T, c client.Client, key client.ObjectKey, words ...string) *v1.GitSync {
@@ -203,15 +217,7 @@ func TestKubeconfigReferencesRefused(t *testing.T) {
 			remote := newFakeCluster(t) // same certificate as every httptest TLS server
 			user := strings.ReplaceAll(tc.user, "SERVER", remote.srv.URL)
 			key := createRemoteGitSync(t, c, ns, tc.name, kubeconfigYAML(remote.srv.URL, tc.cluster, user))
-			// Whichever comes first: the refusal, or a request at the remote.
-			eventually(t, "GitSync stalled or remote reached", func(ctx context.Context) (bool, error) {
-				gs := &v1.GitSync{}
-				if err := c.Get(ctx, key, gs); err != nil {
-					return false, err
-				}
-				requests, _ := remote.seen()
-				return meta.IsStatusConditionTrue(gs.Status.Conditions, v1.ConditionStalled) || len(requests) > 0, nil
-			})
+			waitRefusedOrReached(t, c, key, remote)
 			if requests, authz := remote.seen(); len(requests) != 0 || len(authz) != 0 {
 				t.Fatalf("remote saw requests %v with Authorization %v, want none", requests, authz)
 			}
@@ -231,10 +237,11 @@ func TestKubeconfigLoopbackServerRefused(t *testing.T) {
 	remote := newFakeCluster(t)
 	caData := "    certificate-authority-data: " + base64.StdEncoding.EncodeToString(remote.ca)
 	key := createRemoteGitSync(t, c, ns, "loopback", kubeconfigYAML(remote.srv.URL, caData, "    token: inline-token"))
-	waitStalledNaming(t, c, key, "clusters[0].cluster.server", "127.0.0.1 is a loopback address", "--allow-networks")
+	waitRefusedOrReached(t, c, key, remote)
 	if requests, _ := remote.seen(); len(requests) != 0 {
-		t.Errorf("remote saw requests %v, want none", requests)
+		t.Fatalf("remote saw requests %v, want none", requests)
 	}
+	waitStalledNaming(t, c, key, "clusters[0].cluster.server", "127.0.0.1 is a loopback address", "--allow-networks")
 }
 
 // TestRemoteRepliesNotQuoted: an accepted inline-token kubeconfig reaches a
