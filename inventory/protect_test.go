@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,7 +63,7 @@ func TestPruneKeepsTheAgentsFooting(t *testing.T) {
 		"clusterrole":    createOwned(t, ns, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleName}, Rules: rule}, rbacID("ClusterRole", "", clusterRoleName)),
 		"other clusterr": createOwned(t, ns, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: otherClusterRole}, Rules: rule}, rbacID("ClusterRole", "", otherClusterRole)),
 		"crb":            createOwned(t, ns, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleName}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRoleName}}, rbacID("ClusterRoleBinding", "", clusterRoleName)),
-		"consented":      createOwned(t, ns, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-extra", Annotations: map[string]string{AllowProtectedPruneAnnotation: "true"}}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"}}, rbacID("RoleBinding", ns, "agent-extra")),
+		"consented":      createOwned(t, ns, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-extra", Annotations: map[string]string{AllowProtectedPruneAnnotation: "true"}}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "retired"}}, rbacID("RoleBinding", ns, "agent-extra")),
 	}
 	for _, name := range []string{clusterRoleName, otherClusterRole} {
 		t.Cleanup(func() {
@@ -124,14 +125,15 @@ func TestPruneNeverDeletesItsOwnGitSync(t *testing.T) {
 // TestConsentedSelfPruneDoesNotWaitOnItself: with consent the sync's own
 // object is deleted, and Execute does not wait for it to be gone (its
 // finalizer would only run after this reconcile). A finalizer holds it here,
-// so waiting would fail the stage after its timeout.
+// so waiting would fail the stage when its bound runs out. (Checked: without
+// the Self case in Execute the entry fails with "not deleted within".)
 func TestConsentedSelfPruneDoesNotWaitOnItself(t *testing.T) {
 	ns := env.Namespace(t)
 	self := createCM(t, ns, "self", OwnerLabels(owner, ns), map[string]string{AllowProtectedPruneAnnotation: "true"}, "example.com/hold")
 	t.Cleanup(func() { releaseFinalizers(t, self) })
 	opts := testOptions(t, ns)
 	opts.Protect = Protection{Self: &self.ID}
-	opts.Timeout = 0 // no bound: a wait on the held object would never end
+	opts.Timeout = 15 * time.Second // a wait on the held object would end failed
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	plan, err := Plan(ctx, watchClient(t), New(self), New(), opts.ForDeletion())
