@@ -2,10 +2,12 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -151,4 +153,67 @@ func gitSyncManifest(t *testing.T, gs *v1.GitSync) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestFinalizerObeysThePruneLimit: deleting a GitSync of many objects (as
+// its parent's prune does in an app of apps when one file leaves Git) does
+// not delete them all unannounced: the share limit holds the finalizer and
+// says how to let it through; the prune-max-share annotation does. (Checked:
+// with ForDeletion turning the limit off, as before, the objects are
+// deleted at once.)
+func TestFinalizerObeysThePruneLimit(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	ctx := context.Background()
+	r := newRepo(t)
+	files := map[string]string{}
+	for i := range 12 {
+		name := fmt.Sprintf("cm-%02d", i)
+		files["deploy/"+name+".yaml"] = configMap(name, "1")
+	}
+	r.commit(files)
+	gs := newGitSync(ns, "child", r.url())
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	if err := c.Delete(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the finalizer refusing the mass deletion", func(ctx context.Context) (bool, error) {
+		g := &v1.GitSync{}
+		if err := c.Get(ctx, key, g); err != nil {
+			return false, err
+		}
+		ready := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
+		return ready != nil && strings.Contains(ready.Message, "prune limit") || ready != nil && strings.Contains(ready.Message, inventory.PruneMaxShareAnnotation), nil
+	})
+	for i := range 12 {
+		if _, err := getCM(t, c, ns, fmt.Sprintf("cm-%02d", i)); err != nil {
+			t.Fatalf("cm-%02d deleted although the prune limit refused: %v", i, err)
+		}
+	}
+
+	g := &v1.GitSync{}
+	if err := c.Get(ctx, key, g); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(g.DeepCopy())
+	metav1.SetMetaDataAnnotation(&g.ObjectMeta, inventory.PruneMaxShareAnnotation, "1")
+	if err := c.Patch(ctx, g, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "GitSync gone with its objects", func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, key, &v1.GitSync{})
+		if !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		cms := &corev1.ConfigMapList{}
+		if err := c.List(ctx, cms, client.InNamespace(ns), client.HasLabels{inventory.NameLabel}); err != nil {
+			return false, err
+		}
+		return len(cms.Items) == 0, nil
+	})
 }

@@ -107,6 +107,8 @@ func causeOf(err error) string {
 		return "access to the target cluster (forbidden)"
 	case errors.Is(err, ErrNotGone):
 		return "objects held by finalizers"
+	case errors.Is(err, ErrPruneLimit):
+		return fmt.Sprintf("the prune limit: deleting this many objects at once needs the annotation %s=1 on the GitSync (or deletionPolicy: Orphan)", PruneMaxShareAnnotation)
 	case errors.Is(err, ErrKindNotServed):
 		return "kinds that are not served (unknown, not absent)"
 	case errors.As(err, &netErr), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err),
