@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/crashpoint"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// runProc is a `gitsync run` process that may kill itself at a crash point.
+type runProc struct {
+	cmd  *exec.Cmd
+	log  *syncBuf
+	done chan struct{}
+	err  error // the exit error, once done is closed
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startAgentProc starts the real binary for GitSyncs in ns with extra
+// environment variables, without leader election, until the test ends.
+func startAgentProc(t *testing.T, ns string, extraEnv ...string) *runProc {
+	t.Helper()
+	args := []string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
+		"--metrics-addr", freeAddr(t), "--health-addr", freeAddr(t), "--webhook-addr", freeAddr(t),
+		"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
+	p := &runProc{log: &syncBuf{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+	p.cmd.Env = append(p.cmd.Env, extraEnv...)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("gitsync run log:\n%s", p.log.String())
+		}
+	})
+	return p
+}
+
+// stop ends the process with SIGTERM (a graceful shutdown) if it runs.
+func (p *runProc) stop(t *testing.T) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("gitsync run did not stop on SIGTERM within 30s")
+	}
+}
+
+// waitCrash waits until the process killed itself at point: the marker
+// names the point and the process died of SIGKILL.
+func (p *runProc) waitCrash(t *testing.T, marker, point string) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("gitsync run never reached crash point %s\nlog:\n%s", point, p.log.String())
+	}
+	b, _ := os.ReadFile(marker)
+	var ee *exec.ExitError
+	if strings.TrimSpace(string(b)) != point || !errors.As(p.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("gitsync run ended (%v) with marker %q, want a SIGKILL at %s\nlog:\n%s", p.err, b, point, p.log.String())
+	}
+}
+
+// TestFaultAgentKilled kills the real agent (SIGKILL, no cleanup) at each
+// stage of a sync and of a deletion, then starts it again. Whatever the
+// stage, the restarted agent converges: objects that left Git are pruned,
+// objects in Git keep their UID, and no object with owner labels is left
+// outside every inventory.
+//
+// Checked: each subtest first proves the kill happened at its point
+// (marker file, SIGKILL exit). On the tree before pending inventories
+// (bb188d5), "after-apply" and "before-status" fail with c an orphan.
+func TestFaultAgentKilled(t *testing.T) {
+	type step struct {
+		// change is committed before the crashing agent starts; then,
+		// after the kill, cleanup is committed (nil: nothing).
+		change, cleanup map[string]string
+		// gone must not exist at the end; kept must keep their UIDs.
+		gone, kept []string
+		// deleteGitSync deletes the GitSync instead of committing change.
+		deleteGitSync bool
+	}
+	for point, tc := range map[string]step{
+		crashpoint.AfterApply: {
+			change: map[string]string{"deploy/c.yaml": configMap("c", "value", "1")}, cleanup: map[string]string{"deploy/c.yaml": ""},
+			gone: []string{"c"}, kept: []string{"a", "b"},
+		},
+		crashpoint.AfterPrune: {
+			change: map[string]string{"deploy/b.yaml": ""},
+			gone:   []string{"b"}, kept: []string{"a"},
+		},
+		crashpoint.BeforeStatus: {
+			change: map[string]string{"deploy/c.yaml": configMap("c", "value", "1")}, cleanup: map[string]string{"deploy/c.yaml": ""},
+			gone: []string{"c"}, kept: []string{"a", "b"},
+		},
+		crashpoint.InFinalizer: {deleteGitSync: true, gone: []string{"a", "b"}},
+	} {
+		t.Run(point, func(t *testing.T) {
+			ns := env.Namespace(t)
+			c := gitsyncClient(t)
+			ctx := context.Background()
+			dir := newRunRepo(t)
+			commit := commitFiles(t, dir, map[string]string{
+				"deploy/a.yaml": configMap("a", "value", "1"), "deploy/b.yaml": configMap("b", "value", "1"),
+			})
+			first := startAgentProc(t, ns)
+			gs := &gitsyncv1.GitSync{
+				ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+				Spec: gitsyncv1.GitSyncSpec{
+					Source:        gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
+					Interval:      metav1.Duration{Duration: time.Hour},
+					RetryInterval: &metav1.Duration{Duration: time.Second},
+					Prune:         true,
+				},
+			}
+			poll(t, "create GitSync", func(ctx context.Context) (bool, error) { return c.Create(ctx, gs.DeepCopy()) == nil, nil })
+			key := client.ObjectKeyFromObject(gs)
+			waitApplied(t, c, key, commit)
+			before := uidsOf(t, c, ns, "a", "b")
+			first.stop(t)
+
+			if tc.change != nil {
+				commit = commitFiles(t, dir, tc.change)
+			}
+			marker := filepath.Join(t.TempDir(), "crashed")
+			crashing := startAgentProc(t, ns, crashpoint.EnvVar+"="+point, crashpoint.MarkerEnvVar+"="+marker)
+			if tc.deleteGitSync {
+				if err := c.Delete(ctx, gs.DeepCopy()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			crashing.waitCrash(t, marker, point)
+			if tc.cleanup != nil {
+				commit = commitFiles(t, dir, tc.cleanup)
+			}
+
+			startAgentProc(t, ns)
+			if tc.deleteGitSync {
+				poll(t, "GitSync deleted after the restart", func(ctx context.Context) (bool, error) {
+					return apierrors.IsNotFound(c.Get(ctx, key, &gitsyncv1.GitSync{})), nil
+				})
+			} else {
+				patch := client.MergeFrom(gs.DeepCopy())
+				gs.Annotations = map[string]string{"gitsync.dev/requested-at": "after-crash"}
+				if err := c.Patch(ctx, gs, patch); err != nil {
+					t.Fatal(err)
+				}
+				waitApplied(t, c, key, commit)
+			}
+			for _, n := range tc.gone {
+				poll(t, "ConfigMap "+n+" gone", func(ctx context.Context) (bool, error) {
+					return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &corev1.ConfigMap{})), nil
+				})
+			}
+			for _, n := range tc.kept {
+				cm := &corev1.ConfigMap{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, cm); err != nil || cm.UID != before[n] {
+					t.Errorf("ConfigMap %s still in Git: uid %s, err %v; want it kept with uid %s", n, cm.UID, err, before[n])
+				}
+			}
+			assertNoOrphans(t, c, ns)
+		})
+	}
+}
+
+func uidsOf(t *testing.T, c client.Client, ns string, names ...string) map[string]types.UID {
+	t.Helper()
+	out := map[string]types.UID{}
+	for _, n := range names {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, cm); err != nil {
+			t.Fatal(err)
+		}
+		out[n] = cm.UID
+	}
+	return out
+}
+
+// assertNoOrphans fails the test when an object carrying the owner labels
+// of a GitSync in ns (any listable kind, in any namespace) is neither being
+// deleted nor recorded in that GitSync's status inventory with its UID (an
+// entry without a UID, a pending one, records any object of its ID). The
+// controller package's tests have the same helper.
+func assertNoOrphans(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gitsyncv1.GroupVersion.WithKind("GitSyncList"))
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]map[string]types.UID{}
+	for _, gs := range list.Items {
+		ids := map[string]types.UID{}
+		inv, _, _ := unstructured.NestedFieldNoCopy(gs.Object, "status", "inventory")
+		collectIDs(inv, ids)
+		recorded[gs.GetName()] = ids
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		t.Fatal(err)
+	}
+	mc, err := metadata.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := inventory.NamespaceLabel + "=" + ns + "," + inventory.NameLabel
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range l.APIResources {
+			if strings.Contains(res.Name, "/") || !strings.Contains(" "+strings.Join(res.Verbs, " ")+" ", " list ") {
+				continue
+			}
+			items, err := mc.Resource(gv.WithResource(res.Name)).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				t.Fatalf("list %s: %v", res.Name, err)
+			}
+			for _, it := range items.Items {
+				if it.DeletionTimestamp != nil {
+					continue
+				}
+				id := inventory.ObjectID{Group: gv.Group, Kind: res.Kind, Namespace: it.Namespace, Name: it.Name}
+				owner := it.Labels[inventory.NameLabel]
+				if uid, ok := recorded[owner][id.Key()]; !ok || (uid != "" && uid != it.UID) {
+					t.Errorf("orphan: %s (uid %s) has the owner labels of GitSync %s/%s but is not in its inventory (recorded uid %q)", id, it.UID, ns, owner, uid)
+				}
+			}
+		}
+	}
+}
+
+func collectIDs(v any, into map[string]types.UID) {
+	switch v := v.(type) {
+	case map[string]any:
+		if id, ok := v["id"].(string); ok {
+			uid, _ := v["uid"].(string)
+			into[id] = types.UID(uid)
+		}
+		for _, x := range v {
+			collectIDs(x, into)
+		}
+	case []any:
+		for _, x := range v {
+			collectIDs(x, into)
+		}
+	}
+}
