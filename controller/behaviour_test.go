@@ -162,7 +162,8 @@ func TestShardSelector(t *testing.T) {
 	waitCondition(t, c, client.ObjectKeyFromObject(mine), v1.ConditionReady, metav1.ConditionTrue, nil)
 	// The agent reconciles what its cache holds. Its watch delivers events
 	// in order and mine was created after theirs, so once the cache holds
-	// mine it would hold theirs too, were theirs selected.
+	// mine it would hold theirs too, were theirs selected (checked: without
+	// the shard selector on the cache, theirs is listed).
 	seen := &v1.GitSyncList{}
 	if err := a.cache.List(ctx, seen, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

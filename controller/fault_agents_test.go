@@ -30,9 +30,11 @@ import (
 // deleted nor dropped from the inventory, the GitSync is not Ready and
 // names it; once discovery answers again it is pruned.
 //
-// Checked: the 503 rule matched (the agent asked); with prune planning
-// treating a discovery failure as "kind not served, object absent", the
-// Widget disappears from the inventory and the test fails there.
+// Checked: with prune planning taking a kind it cannot resolve as absent
+// (inventory's inspect returning ActionAbsent instead of ActionFailed), the
+// Widget is pruned at once and the test fails waiting for Ready=False. The
+// proxy forces per-group discovery, else one aggregated /apis answers for
+// every group and the rule is never asked.
 func TestFaultDiscoveryFailsForOneGroup(t *testing.T) {
 	group := rand.String(6) + ".example.com"
 	createWidgetCRD(t, group)
@@ -85,7 +87,9 @@ func TestFaultDiscoveryFailsForOneGroup(t *testing.T) {
 // preconditioned on the recorded UID: each object that left Git is
 // deleted exactly once, and nothing else is.
 //
-// Checked: both agents' reconcile metrics move (both really worked).
+// Both agents' reconcile metrics must move (both really worked). Not
+// checked by removing a guard: a non-idempotent apply would show as extra
+// Modified events, a double delete as a second Deleted event.
 func TestFaultTwoLeaders(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
@@ -138,9 +142,9 @@ func TestFaultTwoLeaders(t *testing.T) {
 // else). The new agent reads it as applied objects: objects still in Git
 // keep their UIDs (no mass prune) and the one that left Git is pruned.
 //
-// Checked: with the previous-format entries read as pending (not yet
-// applied) the agent prunes nothing and c stays, an orphan; with them
-// ignored, same; the UID assertions catch a mass prune.
+// Checked: with previous-format entries ignored (inventoryOf returning an
+// empty inventory unless some entry is pending), c is never pruned and the
+// test fails; the UID assertions and the DELETE count catch a mass prune.
 func TestFaultUpgradeFromPreviousStatusFormat(t *testing.T) {
 	f := startFaultCase(t, map[string]string{
 		"deploy/a.yaml": configMap("a", "1"), "deploy/b.yaml": configMap("b", "1"), "deploy/c.yaml": configMap("c", "1"),

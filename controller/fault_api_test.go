@@ -22,9 +22,9 @@ import (
 // orphan), nothing still in Git is deleted, and once the fault is gone the
 // retry converges without a new commit.
 //
-// Checked: with the rule's Path pointing at no object the test fails at
-// "ApplyFailed" (the fault is what it observes); with the status write of
-// the partial inventory removed from the engine, assertNoOrphans reports d.
+// Checked: with engine.Run saving the stored inventory instead of the
+// pending and applied entries after an apply error, assertNoOrphans
+// reports d. rule.Matched proves the fault was hit.
 func TestFaultApplyErrors(t *testing.T) {
 	for name, fault := range map[string]testenv.Fault{
 		"500": {Status: http.StatusInternalServerError},
@@ -65,9 +65,9 @@ func TestFaultApplyErrors(t *testing.T) {
 // inventory is written before the objects (pending entries), so c was
 // recorded before it existed.
 //
-// Checked: on the tree before pending inventories (bb188d5) this fails with
-// "ConfigMap c left Git but survives" and an orphan report — the bug of
-// issue 12.
+// Checked: with engine.Run's pending record disabled it fails at "ConfigMap
+// c left Git and is pruned" — the bug of issue 12 as on the tree before
+// pending inventories.
 func TestFaultStatusWriteFailsAfterApply(t *testing.T) {
 	f := startFaultCase(t, map[string]string{"deploy/a.yaml": configMap("a", "1")})
 	before := f.uids(t, "a")
@@ -100,9 +100,10 @@ func TestFaultStatusWriteFailsAfterApply(t *testing.T) {
 // Ready with every object recorded and nothing applied twice under a new
 // UID.
 //
-// Checked: the rules match (Matched > 0) and, with the agent's retry of a
-// failed status write turned into "give up" (reconcile returning nil on a
-// report error), the GitSync never becomes Ready and the test fails.
+// Checked: with the reconciler returning no error when its status write
+// failed (so nothing retries it), the GitSync never becomes Ready at the
+// new commit and the test fails. The rules' counts prove the 409s were
+// sent.
 func TestFaultConflictOnGitSyncUpdate(t *testing.T) {
 	f := startFaultCase(t, map[string]string{"deploy/a.yaml": configMap("a", "1")})
 	before := f.uids(t, "a")

@@ -26,8 +26,10 @@ import (
 // again. The agent retries on its own and converges: every object of the
 // revision applied and recorded, nothing deleted.
 //
-// Checked: without StartAPIServer the test fails waiting for Ready; the
-// reconcile metric shows the failed attempt ("retry") the outage caused.
+// The held rule proves the apply of c was in flight when the apiserver
+// died, and the reconcile metric the failed attempt ("retry") it caused.
+// No single guard was removed to check it: recovery rests on the
+// reconciler's retry, checked by TestFaultConflictOnGitSyncUpdate.
 func TestFaultAPIServerRestartMidApply(t *testing.T) {
 	f := startFaultCase(t, map[string]string{"deploy/a.yaml": configMap("a", "1"), "deploy/b.yaml": configMap("b", "1")})
 	before := f.uids(t, "a", "b")
@@ -70,9 +72,9 @@ func TestFaultAPIServerRestartMidApply(t *testing.T) {
 // it, keeps it in its inventory, retries without a new commit, and prunes
 // it once the policy is gone.
 //
-// Checked: with the prune failure not reported (classifyPrune returning
-// nil) the test fails at "PruneFailed"; with failed entries dropped from
-// the inventory, assertNoOrphans reports b.
+// Checked: with engine.Run recording only the applied inventory after a
+// prune (failed entries dropped), the test reports b dropped from the
+// inventory, an orphan, and never retried.
 func TestFaultAdmissionDeniesPrune(t *testing.T) {
 	f := startFaultCase(t, map[string]string{
 		"deploy/a.yaml": configMap("a", "1"),

@@ -70,10 +70,9 @@ func (h *gitHost) setPassword(p string) {
 // and lastAppliedRevision does not move. A branch moved backwards is
 // named as such.
 //
-// Checked: with the fetch error swallowed (revision returning the last
-// resolved one on error) the subtests fail at "FetchFailed"; with a
-// failed fetch treated as an empty render, assertSurvived reports the
-// deletions.
+// Checked: with a failed resolve swallowed (revision returning the last
+// resolved revision and no error) every subtest fails waiting for
+// Ready=False FetchFailed.
 func TestFaultGitSource(t *testing.T) {
 	for name, tc := range map[string]struct {
 		fault func(t *testing.T, h *gitHost, r *repo)
@@ -123,7 +122,8 @@ func TestFaultGitSource(t *testing.T) {
 // TestFaultGitRefMovedBackwards: the branch is reset to an older commit
 // (a force-push). Git is the source of truth, so the older commit is
 // synced, with the rewind named in status or events; objects in both
-// commits keep their UIDs and nothing is orphaned.
+// commits keep their UIDs and nothing is orphaned. (The Rewritten report
+// is the rewind feature's own; this test reads it, no guard was removed.)
 func TestFaultGitRefMovedBackwards(t *testing.T) {
 	f, _ := startGitFaultCase(t)
 	before := f.uids(t, "a", "b")

@@ -117,9 +117,9 @@ func (p *runProc) waitCrash(t *testing.T, marker, point string) {
 // objects in Git keep their UID, and no object with owner labels is left
 // outside every inventory.
 //
-// Checked: each subtest first proves the kill happened at its point
-// (marker file, SIGKILL exit). On the tree before pending inventories
-// (bb188d5), "after-apply" and "before-status" fail with c an orphan.
+// Each subtest first proves the kill happened at its point (marker file,
+// SIGKILL exit). Checked: with engine.Run's pending record disabled,
+// "after-apply" fails: c is never pruned.
 func TestFaultAgentKilled(t *testing.T) {
 	type step struct {
 		// change is committed before the crashing agent starts; then,
