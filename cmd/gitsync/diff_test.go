@@ -396,7 +396,7 @@ func TestDiffWithoutNameKeepsOwnerLabels(t *testing.T) {
 	if err := testClient(t).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "a"}, live); err != nil {
 		t.Fatal(err)
 	}
-	if live.Data["k"] != "changed" || !inventory.OwnedBy(live.Labels, "web", ns) {
+	if live.Data["k"] != "changed" || !inventory.CLIOwner(ns, "web").Owns(live.Labels) {
 		t.Errorf("apply without --name: data %v, labels %v; want the change and sync web's owner labels", live.Data, live.Labels)
 	}
 	wantCode(t, gitsyncIn(t, ns, "diff", dir, "--name", "web"), 0)
