@@ -86,7 +86,7 @@ func up(ctx context.Context, cfg config) error {
 	if err := repo.edit("frontend-deployment.yaml", "replicas: 2", "replicas: 3", "Scale frontend to 3"); err != nil {
 		return err
 	}
-	if err := fireWebhook(ctx, hookAddr, repo.url); err != nil {
+	if err := fireWebhook(ctx, hookAddr, repo.url, repo.head); err != nil {
 		return withLog(dir, err)
 	}
 	if err := c.waitDeployment(ctx, "frontend", 3, 3*time.Minute); err != nil {
@@ -99,7 +99,7 @@ func up(ctx context.Context, cfg config) error {
 	if err := repo.remove("redis-follower-service.yaml", "Remove the redis-follower Service"); err != nil {
 		return err
 	}
-	if err := fireWebhook(ctx, hookAddr, repo.url); err != nil {
+	if err := fireWebhook(ctx, hookAddr, repo.url, repo.head); err != nil {
 		return withLog(dir, err)
 	}
 	if err := c.waitGone(ctx, "redis-follower", 3*time.Minute); err != nil {

@@ -13,11 +13,14 @@ import (
 	"os/exec"
 )
 
-// fireWebhook sends what GitHub sends on a push to main: a push event signed
-// with the shared secret (X-Hub-Signature-256).
-func fireWebhook(ctx context.Context, addr, repoURL string) error {
+// fireWebhook sends what GitHub sends on a push to main: a push event naming
+// the commit pushed ("after"), signed with the shared secret
+// (X-Hub-Signature-256). The agent drops a signed body it has seen before as
+// a replay, so each push's body differs, as GitHub's do.
+func fireWebhook(ctx context.Context, addr, repoURL, after string) error {
 	body, err := json.Marshal(map[string]any{
 		"ref":        "refs/heads/main",
+		"after":      after,
 		"repository": map[string]string{"clone_url": repoURL},
 	})
 	if err != nil {
