@@ -67,7 +67,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	if res.Pruned != nil {
 		r.opts.Metrics.observePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
-	if err := errors.Join(classifyRun(res, err), r.drift.ensure(tgt.cache, objs)); err != nil {
+	if err := errors.Join(classifyRun(err), r.drift.ensure(tgt.cache, objs)); err != nil {
 		out.err = err
 		return out
 	}
@@ -144,7 +144,7 @@ func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *target) (engine.O
 }
 
 // classifyRun sorts a failed engine run by the stage that failed.
-func classifyRun(res *engine.Result, err error) error {
+func classifyRun(err error) error {
 	var ae *engine.ApplyError
 	var pe *engine.PruneError
 	switch {
