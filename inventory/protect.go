@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -74,49 +73,50 @@ func (p Protection) reason(ctx context.Context, c client.Reader, id ObjectID) (s
 		return "", nil
 	case id.GroupKind() == namespaceGK && id.Name == p.AgentNamespace:
 		return "it is the agent's Namespace", nil
-	}
-	sa := p.AgentServiceAccount
-	switch id.Group {
-	case "":
-		switch id.Kind {
-		case "ServiceAccount":
-			if id.Namespace == p.AgentNamespace && id.Name == sa {
-				return "it is the agent's ServiceAccount", nil
-			}
-		case "Pod":
-			return p.workload(ctx, c, id, &corev1.Pod{}, func(o client.Object) string { return o.(*corev1.Pod).Spec.ServiceAccountName })
-		}
-	case "apps":
-		switch id.Kind {
-		case "Deployment":
-			return p.workload(ctx, c, id, &appsv1.Deployment{}, func(o client.Object) string { return o.(*appsv1.Deployment).Spec.Template.Spec.ServiceAccountName })
-		case "StatefulSet":
-			return p.workload(ctx, c, id, &appsv1.StatefulSet{}, func(o client.Object) string { return o.(*appsv1.StatefulSet).Spec.Template.Spec.ServiceAccountName })
-		case "DaemonSet":
-			return p.workload(ctx, c, id, &appsv1.DaemonSet{}, func(o client.Object) string { return o.(*appsv1.DaemonSet).Spec.Template.Spec.ServiceAccountName })
-		case "ReplicaSet":
-			return p.workload(ctx, c, id, &appsv1.ReplicaSet{}, func(o client.Object) string { return o.(*appsv1.ReplicaSet).Spec.Template.Spec.ServiceAccountName })
-		}
-	case "batch":
-		if id.Kind == "Job" {
-			return p.workload(ctx, c, id, &batchv1.Job{}, func(o client.Object) string { return o.(*batchv1.Job).Spec.Template.Spec.ServiceAccountName })
-		}
-	case rbacv1.GroupName:
+	case id.GroupKind() == serviceAccountGK && id.Namespace == p.AgentNamespace && id.Name == p.AgentServiceAccount:
+		return "it is the agent's ServiceAccount", nil
+	case id.Group == rbacv1.GroupName:
 		return p.rbac(ctx, c, id)
+	}
+	if field, ok := podServiceAccountFields[id.GroupKind()]; ok {
+		return p.workload(ctx, c, id, field)
 	}
 	return "", nil
 }
 
+var serviceAccountGK = schema.GroupKind{Kind: "ServiceAccount"}
+
+// podServiceAccountField is where a workload kind names the ServiceAccount
+// its pods run as, and the version it is read as.
+type podServiceAccountField struct {
+	version string
+	path    []string
+}
+
+// podServiceAccountFields are the workload kinds the agent can run as.
+var podServiceAccountFields = map[schema.GroupKind]podServiceAccountField{
+	{Kind: "Pod"}:                        {"v1", []string{"spec", "serviceAccountName"}},
+	{Group: "apps", Kind: "Deployment"}:  {"v1", podTemplateServiceAccount},
+	{Group: "apps", Kind: "StatefulSet"}: {"v1", podTemplateServiceAccount},
+	{Group: "apps", Kind: "DaemonSet"}:   {"v1", podTemplateServiceAccount},
+	{Group: "apps", Kind: "ReplicaSet"}:  {"v1", podTemplateServiceAccount},
+	{Group: "batch", Kind: "Job"}:        {"v1", podTemplateServiceAccount},
+}
+
+var podTemplateServiceAccount = []string{"spec", "template", "spec", "serviceAccountName"}
+
 // workload protects a workload in the agent's namespace whose pods run as
 // the agent's ServiceAccount.
-func (p Protection) workload(ctx context.Context, c client.Reader, id ObjectID, obj client.Object, serviceAccount func(client.Object) string) (string, error) {
+func (p Protection) workload(ctx context.Context, c client.Reader, id ObjectID, field podServiceAccountField) (string, error) {
 	if id.Namespace != p.AgentNamespace || p.AgentServiceAccount == "" {
 		return "", nil
 	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(id.GroupKind().WithVersion(field.version))
 	if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, obj); err != nil {
 		return "", err
 	}
-	sa := serviceAccount(obj)
+	sa, _, _ := unstructured.NestedString(obj.Object, field.path...)
 	if sa == "" {
 		sa = "default"
 	}
