@@ -128,12 +128,18 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return o.dryRun(ctx, tgt, desired)
 	}
 	bar := startProgress(o.ErrOut, "applying")
-	a, err := newApplier(ctx, tgt, o.Name, applierFlags{Force: o.Force, Progress: bar.Count})
+	store := o.store(tgt)
+	recorded, err := loadInventory(ctx, store)
 	if err != nil {
 		bar.Done()
 		return withExitCode(exitError, err)
 	}
-	res, err := engine.Run(ctx, desired.Objects, o.store(tgt), o.engineOptions(tgt, a, bar))
+	a, err := newApplier(tgt, o.Name, recorded, applierFlags{Force: o.Force, Progress: bar.Count})
+	if err != nil {
+		bar.Done()
+		return withExitCode(exitError, err)
+	}
+	res, err := engine.Run(ctx, desired.Objects, store, o.engineOptions(tgt, a, bar))
 	bar.Done() // ended by the apply already, unless the run stopped before it
 	cs := res.Changes
 	p := newPrinter(o.Out)
@@ -224,6 +230,14 @@ func (o *ApplyOptions) store(tgt *Target) inventory.Store {
 	return inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, o.Name)
 }
 
+// loadInventory is the stored inventory of store; nil for no store.
+func loadInventory(ctx context.Context, store inventory.Store) (*inventory.Inventory, error) {
+	if store == nil {
+		return nil, nil
+	}
+	return store.Load(ctx)
+}
+
 // engineOptions are the sync pipeline's options for this apply: the
 // applier, the prune rails of the flags and a progress bar while pruning.
 // The bar of the apply ends when the pipeline moves on to record and prune.
@@ -304,7 +318,8 @@ type applierFlags struct {
 // owner's labels (never a GitSync's: `--name web -n prod` and the GitSync
 // prod/web own different objects) with its recorded inventory, which
 // proves objects labelled before the owner-kind label existed are its own.
-func newApplier(ctx context.Context, tgt *Target, name string, f applierFlags) (*apply.Applier, error) {
+// recorded is the named sync's stored inventory, nil without a name.
+func newApplier(tgt *Target, name string, recorded *inventory.Inventory, f applierFlags) (*apply.Applier, error) {
 	opts := apply.DefaultOptions()
 	opts.Force = f.Force
 	opts.DryRun = f.DryRun
@@ -313,10 +328,6 @@ func newApplier(ctx context.Context, tgt *Target, name string, f applierFlags) (
 	opts.Progress = f.Progress
 	if name != "" {
 		opts.OwnerLabels = inventory.CLIOwner(tgt.Namespace, name).Labels()
-		recorded, err := inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, name).Load(ctx)
-		if err != nil {
-			return nil, err
-		}
 		opts.Recorded = recorded
 	}
 	return apply.New(tgt.Config, tgt.Client, opts)

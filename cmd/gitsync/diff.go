@@ -234,7 +234,15 @@ type diffRequest struct {
 // real apply, so the verdicts match) and, when asked, the prune planner
 // against the stored inventory.
 func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffRequest) (*diffReport, error) {
-	a, err := newApplier(ctx, tgt, req.Name, applierFlags{DryRun: true, Force: req.Force})
+	var store inventory.Store
+	if req.Name != "" {
+		store = inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, req.Name)
+	}
+	recorded, err := loadInventory(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	a, err := newApplier(tgt, req.Name, recorded, applierFlags{DryRun: true, Force: req.Force})
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +257,7 @@ func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffReq
 	if req.Name == "" || !req.PreviewPrune {
 		return rep, nil
 	}
-	prunes, warning, err := previewPrune(ctx, tgt, req.Name, cs, req.Prune)
+	prunes, warning, err := previewPrune(ctx, tgt, req.Name, recorded, cs, req.Prune)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +297,7 @@ func diffEntryOf(e apply.Entry) diffEntry {
 // previewPrune plans, without deleting, the prune an apply with --prune would
 // do: the stored inventory minus the desired objects, through every safety
 // rail. A refusal by the rails is a warning: nothing would be pruned.
-func previewPrune(ctx context.Context, tgt *Target, name string, cs *apply.ChangeSet, pf PruneFlags) ([]diffEntry, string, error) {
-	old, err := inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, name).Load(ctx)
-	if err != nil {
-		return nil, "", err
-	}
+func previewPrune(ctx context.Context, tgt *Target, name string, old *inventory.Inventory, cs *apply.ChangeSet, pf PruneFlags) ([]diffEntry, string, error) {
 	opts := pf.options(tgt, name)
 	opts.SyncSucceeded = cs.Err() == nil
 	plan, err := inventory.Plan(ctx, tgt.Client, old, desiredInventory(cs), opts)
