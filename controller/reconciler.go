@@ -74,9 +74,9 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		local: newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), opts.QPS, opts.Burst),
 		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,
 		base: opts.Apply, runCtx: r.baseContext,
-		byKey: map[types.NamespacedName]*target{},
+		kubeconfig: kubeconfigOptions{allowExec: opts.AllowExecPlugins, dialer: &r.opts.Egress},
+		byKey:      map[types.NamespacedName]*target{},
 	}
-	r.targets.kubeconfig = kubeconfigOptions{allowExec: opts.AllowExecPlugins, dialer: &r.opts.Egress}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("gitsync").
 		For(&v1.GitSync{}, builder.WithPredicates(predicate.Or[client.Object](
