@@ -2,8 +2,8 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,18 +110,10 @@ func TestFaultAdmissionDeniesPrune(t *testing.T) {
 // recorded reports whether gs's status inventory lists id.
 func recorded(t *testing.T, gs *v1.GitSync, id inventory.ObjectID) bool {
 	t.Helper()
-	raw, err := json.Marshal(gs.Status.Inventory)
-	if err != nil {
-		t.Fatal(err)
+	if gs.Status.Inventory == nil {
+		return false
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]types.UID{}
-	collectIDs(v, ids)
-	_, ok := ids[id.Key()]
-	return ok
+	return slices.ContainsFunc(gs.Status.Inventory.Entries, func(e v1.InventoryEntry) bool { return e.ID == id.Key() })
 }
 
 // denyProtectedDeletes installs a policy denying DELETE of ConfigMaps

@@ -2,132 +2,30 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/orphans"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // assertNoOrphans fails the test when an object carrying the owner labels
-// of a GitSync in ns (in any namespace, of any listable kind, cluster-scoped
-// ones included) is neither being deleted nor recorded in that GitSync's
-// status inventory with its UID. An entry without a UID (a pending one)
-// records any object of its ID. The inventory is read as plain JSON, so
-// every entry of whatever status format counts.
+// of a GitSync in ns is recorded in no inventory (see orphans.Find).
 func assertNoOrphans(t *testing.T, ns string) {
 	t.Helper()
-	orphans, err := findOrphans(context.Background(), ns)
+	found, err := orphans.Find(context.Background(), env.Config, ns)
 	if err != nil {
 		t.Fatalf("look for orphans: %v", err)
 	}
-	if len(orphans) > 0 {
-		t.Errorf("objects with owner labels outside every inventory (orphans):\n  %s", strings.Join(orphans, "\n  "))
+	if len(found) > 0 {
+		t.Errorf("objects with owner labels outside every inventory (orphans):\n  %s", strings.Join(found, "\n  "))
 	}
-}
-
-func findOrphans(ctx context.Context, ns string) ([]string, error) {
-	recorded, err := recordedObjects(ctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	if err != nil {
-		return nil, err
-	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, err
-	}
-	mc, err := metadata.NewForConfig(env.Config)
-	if err != nil {
-		return nil, err
-	}
-	sel := inventory.NamespaceLabel + "=" + ns + "," + inventory.NameLabel
-	var orphans []string
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			return nil, err
-		}
-		for _, res := range l.APIResources {
-			if strings.Contains(res.Name, "/") || !hasVerb(res.Verbs, "list") {
-				continue
-			}
-			items, err := mc.Resource(gv.WithResource(res.Name)).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				return nil, fmt.Errorf("list %s: %w", res.Name, err)
-			}
-			for _, it := range items.Items {
-				if it.DeletionTimestamp != nil {
-					continue
-				}
-				id := inventory.ObjectID{Group: gv.Group, Kind: res.Kind, Namespace: it.Namespace, Name: it.Name}
-				owner := it.Labels[inventory.NameLabel]
-				uid, ok := recorded[owner][id.Key()]
-				if !ok || (uid != "" && uid != it.UID) {
-					orphans = append(orphans, fmt.Sprintf("%s (uid %s, owner GitSync %s/%s, recorded uid %q)", id, it.UID, ns, owner, uid))
-				}
-			}
-		}
-	}
-	return orphans, nil
-}
-
-// recordedObjects returns, per GitSync name in ns, the inventory keys its
-// status lists with their UIDs: every JSON object below status.inventory
-// that has an "id".
-func recordedObjects(ctx context.Context, ns string) (map[string]map[string]types.UID, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(v1.GroupVersion.WithKind("GitSyncList"))
-	if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]types.UID{}
-	for _, gs := range list.Items {
-		ids := map[string]types.UID{}
-		inv, _, _ := unstructured.NestedFieldNoCopy(gs.Object, "status", "inventory")
-		collectIDs(inv, ids)
-		out[gs.GetName()] = ids
-	}
-	return out, nil
-}
-
-func collectIDs(v any, into map[string]types.UID) {
-	switch v := v.(type) {
-	case map[string]any:
-		if id, ok := v["id"].(string); ok {
-			uid, _ := v["uid"].(string)
-			into[id] = types.UID(uid)
-		}
-		for _, x := range v {
-			collectIDs(x, into)
-		}
-	case []any:
-		for _, x := range v {
-			collectIDs(x, into)
-		}
-	}
-}
-
-func hasVerb(verbs []string, want string) bool {
-	for _, v := range verbs {
-		if v == want {
-			return true
-		}
-	}
-	return false
 }
 
 // faultCase is one GitSync synced by an in-process agent that reaches the

@@ -16,16 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/crashpoint"
-	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/internal/orphans"
 )
 
 // runProc is a `gitsync run` process that may kill itself at a crash point.
@@ -208,7 +204,7 @@ func TestFaultAgentKilled(t *testing.T) {
 					t.Errorf("ConfigMap %s still in Git: uid %s, err %v; want it kept with uid %s", n, cm.UID, err, before[n])
 				}
 			}
-			assertNoOrphans(t, c, ns)
+			assertNoOrphans(t, ns)
 		})
 	}
 }
@@ -227,78 +223,14 @@ func uidsOf(t *testing.T, c client.Client, ns string, names ...string) map[strin
 }
 
 // assertNoOrphans fails the test when an object carrying the owner labels
-// of a GitSync in ns (any listable kind, in any namespace) is neither being
-// deleted nor recorded in that GitSync's status inventory with its UID (an
-// entry without a UID, a pending one, records any object of its ID). The
-// controller package's tests have the same helper.
-func assertNoOrphans(t *testing.T, c client.Client, ns string) {
+// of a GitSync in ns is recorded in no inventory (see orphans.Find).
+func assertNoOrphans(t *testing.T, ns string) {
 	t.Helper()
-	ctx := context.Background()
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gitsyncv1.GroupVersion.WithKind("GitSyncList"))
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	recorded := map[string]map[string]types.UID{}
-	for _, gs := range list.Items {
-		ids := map[string]types.UID{}
-		inv, _, _ := unstructured.NestedFieldNoCopy(gs.Object, "status", "inventory")
-		collectIDs(inv, ids)
-		recorded[gs.GetName()] = ids
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	found, err := orphans.Find(context.Background(), env.Config, ns)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("look for orphans: %v", err)
 	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		t.Fatal(err)
-	}
-	mc, err := metadata.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel := inventory.NamespaceLabel + "=" + ns + "," + inventory.NameLabel
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, res := range l.APIResources {
-			if strings.Contains(res.Name, "/") || !strings.Contains(" "+strings.Join(res.Verbs, " ")+" ", " list ") {
-				continue
-			}
-			items, err := mc.Resource(gv.WithResource(res.Name)).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				t.Fatalf("list %s: %v", res.Name, err)
-			}
-			for _, it := range items.Items {
-				if it.DeletionTimestamp != nil {
-					continue
-				}
-				id := inventory.ObjectID{Group: gv.Group, Kind: res.Kind, Namespace: it.Namespace, Name: it.Name}
-				owner := it.Labels[inventory.NameLabel]
-				if uid, ok := recorded[owner][id.Key()]; !ok || (uid != "" && uid != it.UID) {
-					t.Errorf("orphan: %s (uid %s) has the owner labels of GitSync %s/%s but is not in its inventory (recorded uid %q)", id, it.UID, ns, owner, uid)
-				}
-			}
-		}
-	}
-}
-
-func collectIDs(v any, into map[string]types.UID) {
-	switch v := v.(type) {
-	case map[string]any:
-		if id, ok := v["id"].(string); ok {
-			uid, _ := v["uid"].(string)
-			into[id] = types.UID(uid)
-		}
-		for _, x := range v {
-			collectIDs(x, into)
-		}
-	case []any:
-		for _, x := range v {
-			collectIDs(x, into)
-		}
+	for _, o := range found {
+		t.Errorf("orphan: %s", o)
 	}
 }
