@@ -7,13 +7,8 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/testenv"
@@ -81,7 +76,7 @@ func TestFaultAdmissionDeniesPrune(t *testing.T) {
 		"deploy/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  labels:\n    protect: \"yes\"\ndata:\n  value: \"1\"\n",
 	})
 	before := f.uids(t, "a", "b")
-	binding := denyProtectedDeletes(t, f.ns)
+	policy := env.DenyProtectedDeletes(t, f.ns)
 	commit2 := f.repo.commit(map[string]string{"deploy/b.yaml": ""})
 	deletes := f.proxy.MustInject(t, testenv.Fault{Method: http.MethodDelete, Path: configMapPath(f.ns, "b")})
 	request(t, f.c, f.key, "commit2")
@@ -95,9 +90,7 @@ func TestFaultAdmissionDeniesPrune(t *testing.T) {
 		return deletes.Matched() >= 2, nil
 	})
 
-	if err := env.Client.Delete(context.Background(), binding); err != nil {
-		t.Fatal(err)
-	}
+	policy.Lift(t)
 	f.waitApplied(t, commit2)
 	eventually(t, "ConfigMap b pruned once allowed", func(context.Context) (bool, error) {
 		_, err := getCM(t, f.c, f.ns, "b")
@@ -114,56 +107,4 @@ func recorded(t *testing.T, gs *v1.GitSync, id inventory.ObjectID) bool {
 		return false
 	}
 	return slices.ContainsFunc(gs.Status.Inventory.Entries, func(e v1.InventoryEntry) bool { return e.ID == id.Key() })
-}
-
-// denyProtectedDeletes installs a policy denying DELETE of ConfigMaps
-// labelled protect in ns, waits until it is enforced (a dry-run delete of a
-// probe is denied), and returns its binding.
-func denyProtectedDeletes(t *testing.T, ns string) *admissionv1.ValidatingAdmissionPolicyBinding {
-	t.Helper()
-	ctx := context.Background()
-	fail := admissionv1.Fail
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "deny-delete-" + ns},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Delete},
-					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionv1.Validation{{
-				Expression: "!has(oldObject.metadata.labels) || !('protect' in oldObject.metadata.labels)",
-				Message:    "protected ConfigMaps may not be deleted",
-			}},
-		},
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
-			}},
-		},
-	}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-	}
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns, Labels: map[string]string{"protect": "yes"}}}
-	if err := env.Client.Create(ctx, probe); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return env.Client.Delete(ctx, probe, client.DryRunAll) != nil, nil
-	})
-	if err != nil {
-		t.Fatalf("policy never took effect: %v", err)
-	}
-	return binding
 }
