@@ -45,8 +45,11 @@ func asSyncError(err error, reason string) *syncError {
 }
 
 // classifyFetch sorts a source.Cache failure: a malformed source or a commit
-// that does not render is permanent; anything about reaching the remote is
-// retried.
+// that does not render is permanent, and so is a remote that refuses the
+// credentials, has no such repository or no such ref (Stalled under the
+// source's reason: retried at spec.interval, and at once when the spec or
+// the credentials Secret changes); anything else about reaching the remote
+// (an unreachable host, a server error, a timeout) is retried with backoff.
 func classifyFetch(err error) error {
 	var re *source.RenderError
 	var se *syncError
@@ -57,9 +60,26 @@ func classifyFetch(err error) error {
 		return stalled(v1.ReasonInvalidSpec, err)
 	case errors.As(err, &re):
 		return stalled(v1.ReasonRenderFailed, err)
+	case source.IsPermanent(err):
+		return stalled(source.Reason(err), withFetchHint(err))
+	case source.Reason(err) == source.ReasonHostUnreachable:
+		return retry(source.ReasonHostUnreachable, err)
 	default:
 		return retry(v1.ReasonFetchFailed, err)
 	}
+}
+
+// withFetchHint adds to a permanent fetch failure the spec field or Secret
+// that fixes it, where the source's message cannot know it.
+func withFetchHint(err error) error {
+	switch source.Reason(err) {
+	case source.ReasonAuthenticationRequired:
+		return fmt.Errorf("%w; set spec.source.secretRef to a Secret with keys %s and %s, or %s (https), or %s and %s (ssh)", err,
+			source.SecretKeyUsername, source.SecretKeyPassword, source.SecretKeyBearerToken, source.SecretKeyIdentity, source.SecretKeyKnownHosts)
+	case source.ReasonRepositoryNotFound:
+		return fmt.Errorf("%w; check spec.source.url", err)
+	}
+	return err
 }
 
 // classifyApply sorts a failed apply: when every failed object failed for a

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -34,6 +35,91 @@ type Auth struct {
 	// InsecureSkipHostKeyCheck accepts any ssh host key. Only for tests and
 	// throwaway setups: it lets anyone on the path impersonate the server.
 	InsecureSkipHostKeyCheck bool
+
+	// origin names where the credentials were read ("Secret/ns/name") and
+	// originKeys the key names found there (names only, never values), so
+	// a remote asking for credentials the Secret does not hold can be told
+	// apart from one given none: see AuthFromSecret.
+	origin     string
+	originKeys []string
+}
+
+// Keys of a Secret holding Git credentials (a GitSync's
+// spec.source.secretRef). Any other key is ignored.
+const (
+	SecretKeyUsername    = "username"
+	SecretKeyPassword    = "password"
+	SecretKeyBearerToken = "bearerToken"
+	SecretKeyCA          = "ca.crt"
+	SecretKeyIdentity    = "identity"
+	SecretKeyPassphrase  = "passphrase"
+	SecretKeyKnownHosts  = "known_hosts"
+)
+
+// AuthFromSecret reads the credentials held by a Secret's data under the
+// SecretKey* names. name ("Secret/ns/name") and the key names present are
+// remembered, so that when a remote asks for credentials and the Secret
+// holds none under the names read, the failure is CredentialsUnrecognized
+// naming the keys found and the keys expected.
+func AuthFromSecret(name string, data map[string][]byte) *Auth {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return &Auth{
+		Username:      string(data[SecretKeyUsername]),
+		Password:      string(data[SecretKeyPassword]),
+		BearerToken:   string(data[SecretKeyBearerToken]),
+		CAData:        data[SecretKeyCA],
+		SSHPrivateKey: data[SecretKeyIdentity],
+		SSHPassphrase: data[SecretKeyPassphrase],
+		KnownHosts:    data[SecretKeyKnownHosts],
+		origin:        name,
+		originKeys:    keys,
+	}
+}
+
+// sentCredentials says which credentials a request to an endpoint of
+// protocol carries ("the username and password", "the bearer token", "the
+// ssh key"), or "" when it carries none. userinfo reports credentials
+// written into the URL itself.
+func (a *Auth) sentCredentials(protocol string, userinfo bool) string {
+	from := ""
+	if a != nil && a.origin != "" {
+		from = " from " + a.origin
+	}
+	switch {
+	case protocol == "ssh" && a != nil && len(a.SSHPrivateKey) > 0:
+		return "the ssh key" + from
+	case protocol != "http" && protocol != "https":
+		return ""
+	case a != nil && a.BearerToken != "":
+		return "the bearer token" + from
+	case a != nil && (a.Username != "" || a.Password != ""):
+		return "the username and password" + from
+	case userinfo:
+		return "the credentials in the URL"
+	}
+	return ""
+}
+
+// missingCredentials describes a Secret that holds no credentials for
+// protocol under the names read, naming the keys it has instead; "" when
+// the credentials did not come from a Secret.
+func (a *Auth) missingCredentials(protocol string) string {
+	if a == nil || a.origin == "" {
+		return ""
+	}
+	found := "it has no keys"
+	if len(a.originKeys) > 0 {
+		found = "its keys are " + strings.Join(a.originKeys, ", ")
+	}
+	want := fmt.Sprintf("%s and %s, or %s", SecretKeyUsername, SecretKeyPassword, SecretKeyBearerToken)
+	if protocol == "ssh" {
+		want = SecretKeyIdentity + " (the private key)"
+	}
+	return fmt.Sprintf("%s has no %s: %s", a.origin, want, found)
 }
 
 // secrets lists the credential strings that must be masked in any message.
@@ -82,6 +168,9 @@ func (a *Auth) httpAuth() transport.AuthMethod {
 // KnownHosts (and without the explicit insecure flag) it refuses to connect.
 func (a *Auth) sshAuth(ep *transport.Endpoint, knownHostsDir string) (transport.AuthMethod, error) {
 	if a == nil || len(a.SSHPrivateKey) == 0 {
+		if m := a.missingCredentials("ssh"); m != "" {
+			return nil, &reasonError{class: ErrAuthFailed, reason: ReasonCredentialsUnrecognized, msg: "an ssh URL needs a private key; " + m}
+		}
 		return nil, fmt.Errorf("ssh auth: a private key is required: %w", ErrInvalidSource)
 	}
 	user := ep.User

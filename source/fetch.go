@@ -175,23 +175,21 @@ func (f *Fetcher) Resolve(ctx context.Context, src Source) (Revision, error) {
 	if err := src.Validate(); err != nil {
 		return Revision{}, gitErr(src, "resolve", err)
 	}
-	refs, err := f.list(ctx, src)
+	list, err := f.listRefs(ctx, src)
 	if err != nil {
 		return Revision{}, err
 	}
+	refs := newRemoteRefs(list)
 	name, hash, err := refs.pick(src.Ref)
+	var re *reasonError
+	if errors.As(err, &re) && re.reason == ReasonRefNotFound {
+		// Say what the ref could have been instead.
+		re.msg += "; " + refs.existing(src.Ref, defaultBranchOf(list))
+	}
 	if err != nil {
 		return Revision{}, gitErr(src, "resolve", err)
 	}
 	return Revision{URL: displayURL(src.URL), Ref: name.Short(), Commit: hash.String()}, nil
-}
-
-func (f *Fetcher) list(ctx context.Context, src Source) (remoteRefs, error) {
-	list, err := f.listRefs(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	return newRemoteRefs(list), nil
 }
 
 // listRefs is one ls-remote: every advertised reference, symbolic ones (HEAD)
@@ -340,21 +338,30 @@ func displayURL(raw string) string {
 
 // DefaultBranch returns the branch the remote's HEAD points to (what `git
 // clone` checks out), for callers that were given no ref. It costs one
-// listing. A remote that does not advertise HEAD as a symbolic ref is
-// matched by commit against its branches, preferring main and master;
-// when nothing matches it is ErrRefNotFound.
+// listing. When nothing matches (see defaultBranchOf) it is ErrRefNotFound.
 func (f *Fetcher) DefaultBranch(ctx context.Context, src Source) (string, error) {
 	list, err := f.listRefs(ctx, src)
 	if err != nil {
 		return "", err
 	}
+	if b := defaultBranchOf(list); b != "" {
+		return b, nil
+	}
+	return "", gitErr(src, "resolve", &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound,
+		msg: "the remote's HEAD names no branch; " + newRemoteRefs(list).existing(Ref{Branch: "HEAD"}, "")})
+}
+
+// defaultBranchOf is the branch a listing's HEAD points to, or "". A
+// remote that does not advertise HEAD as a symbolic ref is matched by
+// commit against its branches, preferring main and master.
+func defaultBranchOf(list []*plumbing.Reference) string {
 	var head plumbing.Hash
 	for _, r := range list {
 		if r.Name() != plumbing.HEAD {
 			continue
 		}
 		if r.Type() == plumbing.SymbolicReference && r.Target().IsBranch() {
-			return r.Target().Short(), nil
+			return r.Target().Short()
 		}
 		head = r.Hash()
 	}
@@ -366,12 +373,12 @@ func (f *Fetcher) DefaultBranch(ctx context.Context, src Source) (string, error)
 	}
 	for _, preferred := range []string{"main", "master"} {
 		if slices.Contains(branches, preferred) {
-			return preferred, nil
+			return preferred
 		}
 	}
 	if len(branches) > 0 {
 		slices.Sort(branches)
-		return branches[0], nil
+		return branches[0]
 	}
-	return "", gitErr(src, "resolve", fmt.Errorf("remote HEAD names no branch: %w", ErrRefNotFound))
+	return ""
 }

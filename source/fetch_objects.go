@@ -230,7 +230,11 @@ func (f *Fetcher) fetchCommit(ctx context.Context, lr *localRepo, src Source, re
 	}
 	cause := errors.Join(errs...)
 	if src.Ref.Commit != "" {
-		return gitErr(src, "fetch", fmt.Errorf("commit %s: %w", rev.Commit, errors.Join(ErrRefNotFound, cause)))
+		msg := fmt.Sprintf("commit %s not found: no branch of the remote has it, and the server did not serve it by SHA", rev.Commit)
+		if cause != nil {
+			msg += " (" + tidy(cause.Error()) + ")"
+		}
+		return gitErr(src, "fetch", &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound, msg: msg})
 	}
 	if cause == nil {
 		cause = errors.New("the ref moved while fetching; retry")

@@ -125,7 +125,8 @@ func (rr remoteRefs) pick(ref Ref) (plumbing.ReferenceName, plumbing.Hash, error
 	}
 	h, ok := rr[name]
 	if !ok {
-		return "", plumbing.ZeroHash, fmt.Errorf("%s %q: %w", refKind(name), name.Short(), ErrRefNotFound)
+		return "", plumbing.ZeroHash, &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound,
+			msg: fmt.Sprintf("%s %q not found", refKind(name), name.Short())}
 	}
 	return name, h, nil
 }
@@ -154,7 +155,8 @@ func (rr remoteRefs) highestTag(rng string) (string, error) {
 		cs = append(cs, candidate{name.Short(), v})
 	}
 	if len(cs) == 0 {
-		return "", fmt.Errorf("semver range %q: no tag satisfies it: %w", rng, ErrRefNotFound)
+		return "", &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound,
+			msg: fmt.Sprintf("no tag satisfies semver range %q", rng)}
 	}
 	sort.Slice(cs, func(i, j int) bool {
 		if n := cs[i].v.Compare(cs[j].v); n != 0 {
@@ -170,4 +172,64 @@ func refKind(name plumbing.ReferenceName) string {
 		return "tag"
 	}
 	return "branch"
+}
+
+// maxListedRefs bounds the names a RefNotFound message lists.
+const maxListedRefs = 10
+
+// existing says what the remote has that ref could have named: for a
+// branch, up to maxListedRefs branch names and the default branch; for a
+// tag or semver range, up to maxListedRefs tags, highest versions first.
+func (rr remoteRefs) existing(ref Ref, defaultBranch string) string {
+	if ref.Branch == "" && ref.Tag == "" && ref.Semver == "" {
+		return ""
+	}
+	tags := ref.Branch == ""
+	var names []string
+	for name := range rr {
+		if (tags && name.IsTag()) || (!tags && name.IsBranch()) {
+			names = append(names, name.Short())
+		}
+	}
+	kind := "branches"
+	if tags {
+		kind = "tags"
+		sortVersionsFirst(names)
+	} else {
+		sort.Strings(names)
+	}
+	if len(names) == 0 {
+		return "the remote has no " + kind
+	}
+	listed := names[:min(len(names), maxListedRefs)]
+	s := "the remote has " + kind + " " + strings.Join(listed, ", ")
+	if more := len(names) - len(listed); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	if !tags && defaultBranch != "" {
+		s += " (default " + defaultBranch + ")"
+	}
+	return s
+}
+
+// sortVersionsFirst orders tag names by semantic version, highest first,
+// then the names that are not versions alphabetically.
+func sortVersionsFirst(names []string) {
+	version := func(s string) *semver.Version {
+		v, err := semver.NewVersion(s)
+		if err != nil {
+			return nil
+		}
+		return v
+	}
+	sort.Slice(names, func(i, j int) bool {
+		vi, vj := version(names[i]), version(names[j])
+		switch {
+		case vi != nil && vj != nil && !vi.Equal(vj):
+			return vi.GreaterThan(vj)
+		case (vi == nil) != (vj == nil):
+			return vi != nil
+		}
+		return names[i] < names[j]
+	})
 }
