@@ -26,6 +26,8 @@ import (
 // enqueues the owning GitSync when a managed object changes out of band.
 type driftWatcher struct {
 	ctrl controller.Controller
+	// waits are the GitSyncs whose objects' status changes requeue them.
+	waits *waitSet
 
 	mu      sync.Mutex
 	watched map[driftKey]bool
@@ -38,11 +40,11 @@ type driftKey struct {
 }
 
 func newDriftWatcher(c controller.Controller) *driftWatcher {
-	return &driftWatcher{ctrl: c, watched: map[driftKey]bool{}}
+	return &driftWatcher{ctrl: c, waits: &waitSet{}, watched: map[driftKey]bool{}}
 }
 
 // ensure starts watching every kind of objs in c that is not watched yet.
-func (d *driftWatcher) ensure(c cache.Cache, objs []*unstructured.Unstructured) error {
+func (d *driftWatcher) ensure(_ context.Context, c cache.Cache, objs []*unstructured.Unstructured) error {
 	if d == nil || c == nil {
 		return nil
 	}
@@ -55,7 +57,7 @@ func (d *driftWatcher) ensure(c cache.Cache, objs []*unstructured.Unstructured) 
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(key.gvk)
-		src := source.Kind(c, u, handler.TypedEnqueueRequestsFromMapFunc(ownerOf), driftPredicate())
+		src := source.Kind(c, u, handler.TypedEnqueueRequestsFromMapFunc(ownerOf), driftPredicate(d.waits))
 		if err := d.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watch %s for drift: %w", key.gvk.Kind, err)
 		}
@@ -66,23 +68,33 @@ func (d *driftWatcher) ensure(c cache.Cache, objs []*unstructured.Unstructured) 
 
 // ownerOf maps a managed object to its GitSync through the owner labels.
 func ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
-	l := obj.GetLabels()
-	name, ns := l[inventory.NameLabel], l[inventory.NamespaceLabel]
-	if name == "" || ns == "" {
+	key, ok := ownerKey(obj)
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+func ownerKey(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
+	l := obj.GetLabels()
+	name, ns := l[inventory.NameLabel], l[inventory.NamespaceLabel]
+	return types.NamespacedName{Namespace: ns, Name: name}, name != "" && ns != ""
 }
 
 // driftPredicate passes deletions and changes people make to a managed
 // object (spec, labels, annotations, data), not status updates by
 // controllers nor the initial listing of an informer (the GitSyncs that
-// applied those objects just reconciled).
-func driftPredicate() predicate.TypedPredicate[*unstructured.Unstructured] {
+// applied those objects just reconciled) — except for a GitSync in waits:
+// every change of its objects, status included, may be the one that makes
+// it ready.
+func driftPredicate(waits *waitSet) predicate.TypedPredicate[*unstructured.Unstructured] {
 	return predicate.TypedFuncs[*unstructured.Unstructured]{
-		CreateFunc: func(event.TypedCreateEvent[*unstructured.Unstructured]) bool { return false },
+		CreateFunc: func(e event.TypedCreateEvent[*unstructured.Unstructured]) bool { return waits.hasOwner(e.Object) },
 		UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
-			return (isManaged(e.ObjectOld) || isManaged(e.ObjectNew)) && nonStatusChanged(e.ObjectOld, e.ObjectNew)
+			if !isManaged(e.ObjectOld) && !isManaged(e.ObjectNew) {
+				return false
+			}
+			return nonStatusChanged(e.ObjectOld, e.ObjectNew) || waits.hasOwner(e.ObjectNew) || waits.hasOwner(e.ObjectOld)
 		},
 		DeleteFunc:  func(e event.TypedDeleteEvent[*unstructured.Unstructured]) bool { return isManaged(e.Object) },
 		GenericFunc: func(event.TypedGenericEvent[*unstructured.Unstructured]) bool { return false },
@@ -120,4 +132,34 @@ func nonStatusChanged(old, cur *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// waitSet is the GitSyncs waiting for the health of their objects.
+type waitSet struct {
+	mu   sync.Mutex
+	keys map[types.NamespacedName]bool
+}
+
+func (w *waitSet) set(key types.NamespacedName, waiting bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !waiting {
+		delete(w.keys, key)
+		return
+	}
+	if w.keys == nil {
+		w.keys = map[types.NamespacedName]bool{}
+	}
+	w.keys[key] = true
+}
+
+// hasOwner reports whether obj's owner waits.
+func (w *waitSet) hasOwner(obj *unstructured.Unstructured) bool {
+	key, ok := ownerKey(obj)
+	if !ok {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.keys[key]
 }

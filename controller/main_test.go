@@ -157,6 +157,9 @@ type agentOptions struct {
 	// recorder) and name lookups (a table).
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	resolver egress.Resolver
+	// concurrent is --concurrent (Options.MaxConcurrentReconciles); 0 keeps
+	// the default.
+	concurrent int
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -210,6 +213,9 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	opts.FinalizeTimeout = time.Minute
 	opts.Egress.Policy.Allow, opts.Egress.Dial, opts.Egress.Resolver = o.allowNetworks, o.dial, o.resolver
 	opts.AllowLocalSources = o.allowLocalSources
+	if o.concurrent > 0 {
+		opts.MaxConcurrentReconciles = o.concurrent
+	}
 	if !o.strictEgress {
 		opts.AllowLocalSources = true
 		opts.Egress.Policy.Allow = append(opts.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))

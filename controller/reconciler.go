@@ -152,14 +152,19 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		}
 	}
 	if gs.Spec.Suspend {
+		r.drift.waits.set(key, false)
 		return "suspended", ctrl.Result{}, r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) { s.ObservedGeneration = gs.Generation })
 	}
 	out := r.sync(ctx, gs, st)
+	r.drift.waits.set(key, out.waitsForHealth())
 	if err := r.report(ctx, gs, st, out); err != nil {
 		return "retry", ctrl.Result{}, err
 	}
 	se := out.syncErr()
 	switch {
+	case se == nil && out.waiting != "":
+		// Status changes of the objects requeue it before, most likely.
+		return "waiting", ctrl.Result{RequeueAfter: min(out.recheck, r.jitter(intervalOf(gs)))}, nil
 	case se == nil:
 		return "success", ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
 	case se.Stalled:
@@ -192,6 +197,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	delete(r.states, key)
 	r.mu.Unlock()
 	r.targets.forget(key)
+	r.drift.waits.set(key, false)
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.setRevision(key, "")
 }

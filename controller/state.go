@@ -31,6 +31,8 @@ type syncState struct {
 	superseded map[string]bool
 
 	rewind rewindMemo // see rewind.go
+
+	wait healthWait // see health.go
 }
 
 func (s *syncState) markFetch() {
@@ -108,4 +110,24 @@ func (s *syncState) staleRead(rv string) bool {
 	}
 	s.superseded = nil
 	return false
+}
+
+// waitingSince returns when the wait for commit under generation gen began:
+// now for a revision or spec not waited on before (which also ends the
+// wait of the one before it).
+func (s *syncState) waitingSince(commit string, gen int64, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wait.commit != commit || s.wait.gen != gen || s.wait.since.IsZero() {
+		s.wait = healthWait{commit: commit, gen: gen, since: now}
+	}
+	return s.wait.since
+}
+
+// endWait forgets the wait: the revision became ready, so a later lapse
+// starts a new wait rather than counting from this one.
+func (s *syncState) endWait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wait = healthWait{}
 }

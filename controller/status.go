@@ -77,6 +77,10 @@ func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	}
 	se := out.syncErr()
 	switch {
+	case se == nil && out.waiting != "": // health.go
+		set(v1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForHealth, out.waiting)
+		set(v1.ConditionReconciling, metav1.ConditionTrue, ReasonWaitingForHealth, out.waiting)
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
 	case se == nil:
 		reason, msg := readyCondition(s, out) // rewind.go
 		set(v1.ConditionReady, metav1.ConditionTrue, reason, msg)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
@@ -26,7 +28,22 @@ type outcome struct {
 	changes   *apply.ChangeSet
 	pruned    *inventory.PruneResult
 	rewind    *rewind // see rewind.go
-	err       error
+	// waiting, set when the sync applied everything and spec.wait holds
+	// Ready, names the objects not ready yet; recheck is when the wait
+	// times out if no status change requeues the GitSync before.
+	waiting string
+	recheck time.Duration
+	err     error
+}
+
+// waitsForHealth reports whether the sync ended waiting for, or Stalled on,
+// the health of its objects: then their status changes requeue it.
+func (o *outcome) waitsForHealth() bool {
+	if o.waiting != "" {
+		return true
+	}
+	se := o.syncErr()
+	return se != nil && se.Reason == v1.ReasonHealthCheckFailed
 }
 
 func (o *outcome) syncErr() *syncError {
@@ -61,13 +78,19 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
+	if gs.Spec.Wait {
+		// From now on the watch events of the objects, our own writes'
+		// included, requeue gs: none is lost between the apply and the
+		// health check.
+		r.drift.waits.set(client.ObjectKeyFromObject(gs), true)
+	}
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
 	r.opts.Metrics.observeApply(res.Changes)
 	if res.Pruned != nil {
 		r.opts.Metrics.observePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
-	if err := errors.Join(classifyRun(err), r.drift.ensure(tgt.cache, objs)); err != nil {
+	if err := errors.Join(classifyRun(err), r.drift.ensure(ctx, tgt.cache, objs)); err != nil {
 		out.err = err
 		return out
 	}
@@ -76,13 +99,30 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	if gs.Spec.Wait {
-		if err := waitHealthy(ctx, tgt.cache, objs, res.Changes); err != nil {
-			out.err = retry(v1.ReasonHealthCheckFailed, err)
+		if out.waiting, out.recheck, out.err = r.judgeWait(ctx, gs, st, tgt, objs, res.Changes, rev); out.waiting != "" || out.err != nil {
 			return out
 		}
 	}
 	out.applied = rev.String()
 	return out
+}
+
+// judgeWait reads the health of the objects rev applied and says whether
+// gs still waits for them (a message and when to look again at the latest),
+// is Stalled on them, or is done.
+func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev source.Revision) (string, time.Duration, error) {
+	pending, err := healthOf(ctx, tgt.cache, objs, cs)
+	if err != nil {
+		return "", 0, retry(v1.ReasonHealthCheckFailed, err)
+	}
+	now := r.clock.Now()
+	waited := now.Sub(st.waitingSince(rev.Commit, gs.Generation, now))
+	timeout := r.timeoutOf(gs)
+	msg, err := judgeHealth(pending, waited, timeout)
+	if msg == "" && err == nil {
+		st.endWait()
+	}
+	return msg, timeout - waited, err
 }
 
 // revision returns the source and the revision to sync: freshly resolved
