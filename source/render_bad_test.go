@@ -263,9 +263,14 @@ func TestRenderRefusesBadInput(t *testing.T) {
 			class: ErrInvalidObject, message: "kind is not a string",
 		},
 		{
-			name:  "invalid YAML reports the file line",
+			name:  "invalid YAML reports the file line of the problem, once",
 			files: map[string]string{"repo/a.yaml": configMap("a") + "---\napiVersion: v1\nkind: ConfigMap\n  bad: indent\n"},
-			class: ErrInvalidYAML, message: "line 9",
+			class: ErrInvalidYAML, message: "a.yaml:9: document 2: invalid YAML: mapping values are not allowed in this context",
+		},
+		{
+			name:  "invalid YAML in a Secret gives the line once and withholds the parser's text",
+			files: map[string]string{"repo/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  k: s3cret\n  bad: indent\n bad: again\n"},
+			class: ErrInvalidYAML, message: "s.yaml:7: document 1: invalid YAML: the YAML parser's message is withheld",
 		},
 		{
 			name:  "invalid JSON",

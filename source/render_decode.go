@@ -70,8 +70,7 @@ func decodeYAMLDocument(loc docLocation, doc yamlDocument, opts RenderOptions) (
 	}
 	j, err := yaml.YAMLToJSON(doc.Data)
 	if err != nil {
-		return nil, &RenderError{Class: ErrInvalidYAML, Path: loc.Path, Line: loc.Line, Document: loc.Document,
-			Detail: "invalid YAML", Err: withheldYAML(doc, err)}
+		return nil, yamlError(loc, doc, err)
 	}
 	var v any
 	if err := utiljson.Unmarshal(j, &v); err != nil {
@@ -80,6 +79,42 @@ func decodeYAMLDocument(loc docLocation, doc yamlDocument, opts RenderOptions) (
 	}
 	return v, nil
 }
+
+// yamlError reports a YAML parser error at the line of the file the parser
+// pointed at (the document's first line when it named none), with the
+// parser's own words after it and its "yaml: line N:" prefix dropped: one
+// position, the one to fix.
+func yamlError(loc docLocation, doc yamlDocument, err error) *RenderError {
+	e := &RenderError{Class: ErrInvalidYAML, Path: loc.Path, Line: loc.Line, Document: loc.Document,
+		Detail: "invalid YAML", Err: withheldYAML(doc, err)}
+	m := parserLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return e
+	}
+	n, convErr := strconv.Atoi(m[1])
+	if convErr != nil {
+		return e
+	}
+	e.Line = n + doc.Offset
+	switch cause := e.Err.(type) {
+	case *withheldError:
+		cause.Line = 0 // said once, in front
+	case yamlLineError:
+		e.Err = yamlProblem{err: err, text: strings.TrimSpace(strings.TrimPrefix(err.Error(), m[0]))}
+	}
+	return e
+}
+
+// yamlProblem is a YAML parser error without its position, which the
+// RenderError around it gives as a line of the file.
+type yamlProblem struct {
+	err  error
+	text string
+}
+
+func (e yamlProblem) Error() string { return e.text }
+
+func (e yamlProblem) Unwrap() error { return e.err }
 
 // expandList returns the items of a List document (kind "List" or any
 // "<Kind>List" with an items array), or the document itself.
