@@ -11,17 +11,6 @@ import (
 	"gitsync.dev/gitsync/source"
 )
 
-// Keys read from the Secret named by spec.source.secretRef.
-const (
-	secretUsername    = "username"
-	secretPassword    = "password"
-	secretBearerToken = "bearerToken"
-	secretCA          = "ca.crt"
-	secretIdentity    = "identity"
-	secretPassphrase  = "passphrase"
-	secretKnownHosts  = "known_hosts"
-)
-
 // sourceOf translates spec.source into a source.Source that reaches its
 // remote only through the egress dialer, reading credentials with the API
 // reader (the apiserver directly: Secrets are not cached, and they are read
@@ -56,15 +45,21 @@ func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src 
 	if err := reader.Get(ctx, key, secret); err != nil {
 		return retry(v1.ReasonFetchFailed, fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err))
 	}
-	d := secret.Data
-	src.Auth = &source.Auth{
-		Username:      string(d[secretUsername]),
-		Password:      string(d[secretPassword]),
-		BearerToken:   string(d[secretBearerToken]),
-		CAData:        d[secretCA],
-		SSHPrivateKey: d[secretIdentity],
-		SSHPassphrase: d[secretPassphrase],
-		KnownHosts:    d[secretKnownHosts],
-	}
+	// The keys read are source.SecretKey*; the Secret's name and key names
+	// let a refusal say which keys it has instead.
+	src.Auth = source.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", key.Namespace, key.Name), secret.Data)
 	return nil
+}
+
+// resolve asks src's remote for the revision of its ref, recording the
+// request's duration and, on failure, its reason in the fetch metrics.
+func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src source.Source) (source.Revision, error) {
+	start := r.clock.Now()
+	rev, err := r.opts.Fetcher.Resolve(ctx, src)
+	reason := ""
+	if err != nil {
+		reason = asSyncError(classifyFetch(err), v1.ReasonFetchFailed).Reason
+	}
+	r.opts.Metrics.observeFetch(client.ObjectKeyFromObject(gs), r.clock.Since(start), reason)
+	return rev, err
 }

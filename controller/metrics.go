@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 )
 
@@ -18,11 +20,22 @@ type Metrics struct {
 	pruned            prometheus.Counter
 	revision          *prometheus.GaugeVec
 	webhookRequests   *prometheus.CounterVec
-	// lastRevision remembers the label set per GitSync so the old series is
-	// removed when the revision changes.
-	mu           sync.Mutex
-	lastRevision map[types.NamespacedName]string
+	condition         *prometheus.GaugeVec
+	suspended         *prometheus.GaugeVec
+	managed           *prometheus.GaugeVec
+	fetchDuration     *prometheus.HistogramVec
+	fetchErrors       *prometheus.CounterVec
+	// lastRevision and lastConditions remember the label sets per GitSync so
+	// an old series is removed when its revision or condition changes, and
+	// all of them when the GitSync goes.
+	mu             sync.Mutex
+	lastRevision   map[types.NamespacedName]string
+	lastConditions map[types.NamespacedName]map[string]conditionLabels
+	fetchReasons   map[types.NamespacedName]map[string]bool
 }
+
+// conditionLabels are the status and reason of one condition's series.
+type conditionLabels struct{ status, reason string }
 
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -46,11 +59,35 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"namespace", "name", "revision"}),
 		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gitsync_webhook_requests_total",
-			Help: "Webhook requests by provider and result (accepted, bad_signature, unknown_repository, malformed, replayed, too_large, ignored). The sender gets the same answer for most; this is where they differ.",
-		}, []string{"provider", "result"}),
-		lastRevision: map[types.NamespacedName]string{},
+			Help: "Webhook requests by provider, result (accepted, bad_signature, unknown_repository, malformed, replayed, too_large, ignored) and HTTP status code answered. The sender gets the same answer for most; the result is where they differ.",
+		}, []string{"provider", "result", "code"}),
+		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gitsync_condition",
+			Help: "1 for each GitSync condition (Ready, Reconciling, Stalled) with its current status and reason; a series is removed when its status or reason changes.",
+		}, []string{"namespace", "name", "type", "status", "reason"}),
+		suspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gitsync_suspended",
+			Help: "1 when the GitSync's spec.suspend is set, else 0.",
+		}, []string{"namespace", "name"}),
+		managed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gitsync_managed_objects",
+			Help: "Objects in the GitSync's inventory.",
+		}, []string{"namespace", "name"}),
+		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gitsync_fetch_duration_seconds",
+			Help:    "Duration of asking a GitSync's remote for the revision of its ref (one ls-remote per poll, webhook or spec change), by result (success, error).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
+		}, []string{"result"}),
+		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitsync_fetch_errors_total",
+			Help: "Failed requests to a GitSync's remote, by the condition reason they are reported under (AuthenticationFailed, HostUnreachable, RefNotFound, FetchFailed, ...).",
+		}, []string{"namespace", "name", "reason"}),
+		lastRevision:   map[types.NamespacedName]string{},
+		lastConditions: map[types.NamespacedName]map[string]conditionLabels{},
+		fetchReasons:   map[types.NamespacedName]map[string]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests} {
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests,
+		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -76,11 +113,86 @@ func (m *Metrics) observeApply(cs *apply.ChangeSet) {
 	}
 }
 
-func (m *Metrics) observeWebhook(provider, result string) {
+func (m *Metrics) observeWebhook(provider, result string, code int) {
 	if m == nil {
 		return
 	}
-	m.webhookRequests.WithLabelValues(provider, result).Inc()
+	m.webhookRequests.WithLabelValues(provider, result, strconv.Itoa(code)).Inc()
+}
+
+// observeFetch records one request to key's remote; reason is the
+// condition reason of a failure, "" on success.
+func (m *Metrics) observeFetch(key types.NamespacedName, d time.Duration, reason string) {
+	if m == nil {
+		return
+	}
+	if reason == "" {
+		m.fetchDuration.WithLabelValues("success").Observe(d.Seconds())
+		return
+	}
+	m.fetchDuration.WithLabelValues("error").Observe(d.Seconds())
+	m.fetchErrors.WithLabelValues(key.Namespace, key.Name, reason).Inc()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fetchReasons[key] == nil {
+		m.fetchReasons[key] = map[string]bool{}
+	}
+	m.fetchReasons[key][reason] = true
+}
+
+// setStatus makes gs's condition, suspended and managed-objects series
+// match its status and spec, removing the series of conditions that
+// changed status or reason or went away.
+func (m *Metrics) setStatus(gs *v1.GitSync) {
+	if m == nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: gs.Namespace, Name: gs.Name}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := map[string]conditionLabels{}
+	for _, c := range gs.Status.Conditions {
+		now[c.Type] = conditionLabels{status: string(c.Status), reason: c.Reason}
+	}
+	for t, old := range m.lastConditions[key] {
+		if now[t] != old {
+			m.condition.DeleteLabelValues(key.Namespace, key.Name, t, old.status, old.reason)
+		}
+	}
+	for t, l := range now {
+		m.condition.WithLabelValues(key.Namespace, key.Name, t, l.status, l.reason).Set(1)
+	}
+	m.lastConditions[key] = now
+	suspended := 0.0
+	if gs.Spec.Suspend {
+		suspended = 1
+	}
+	m.suspended.WithLabelValues(key.Namespace, key.Name).Set(suspended)
+	managed := 0
+	if gs.Status.Inventory != nil {
+		managed = len(gs.Status.Inventory.Entries)
+	}
+	m.managed.WithLabelValues(key.Namespace, key.Name).Set(float64(managed))
+}
+
+// forget removes every series of key, a GitSync that is gone.
+func (m *Metrics) forget(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.setRevision(key, "")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for t, old := range m.lastConditions[key] {
+		m.condition.DeleteLabelValues(key.Namespace, key.Name, t, old.status, old.reason)
+	}
+	delete(m.lastConditions, key)
+	for reason := range m.fetchReasons[key] {
+		m.fetchErrors.DeleteLabelValues(key.Namespace, key.Name, reason)
+	}
+	delete(m.fetchReasons, key)
+	m.suspended.DeleteLabelValues(key.Namespace, key.Name)
+	m.managed.DeleteLabelValues(key.Namespace, key.Name)
 }
 
 func (m *Metrics) observePruned(n int) {

@@ -121,6 +121,7 @@ func (r *GitSyncReconciler) Trigger(key types.NamespacedName) {
 // Reconcile implements reconcile.Reconciler.
 func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	start := r.clock.Now()
+	ctx = withReport(ctx) // log.go
 	gs := &v1.GitSync{}
 	if err := r.client.Get(ctx, req.NamespacedName, gs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -136,8 +137,7 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	result, res, err := r.reconcile(ctx, gs, st)
-	r.opts.Metrics.observeReconcile(result, r.clock.Since(start))
-	return res, err
+	return r.done(ctx, gs, result, r.clock.Since(start), res, err)
 }
 
 func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (string, ctrl.Result, error) {
@@ -153,7 +153,7 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 	}
 	if gs.Spec.Suspend {
 		r.drift.waits.set(key, false)
-		return "suspended", ctrl.Result{}, r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) { s.ObservedGeneration = gs.Generation })
+		return "suspended", ctrl.Result{}, r.writeSuspended(ctx, gs, st)
 	}
 	out := r.sync(ctx, gs, st)
 	r.drift.waits.set(key, out.waitsForHealth())
@@ -199,7 +199,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.targets.forget(key)
 	r.drift.waits.set(key, false)
 	r.backoff.setCap(key, 0)
-	r.opts.Metrics.setRevision(key, "")
+	r.opts.Metrics.forget(key)
 }
 
 // patchMeta changes gs's metadata with a merge patch that fails on a stale

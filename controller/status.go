@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,20 +30,61 @@ func (r *GitSyncReconciler) writeStatus(ctx context.Context, gs *v1.GitSync, st 
 	next := gs.DeepCopy()
 	mutate(&next.Status)
 	if equality.Semantic.DeepEqual(gs.Status, next.Status) {
+		r.opts.Metrics.setStatus(gs) // after a restart, the series start from the stored status
 		return nil
 	}
 	patch := client.MergeFromWithOptions(gs, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Status().Patch(ctx, next, patch); err != nil {
-		return fmt.Errorf("GitSync/%s/%s status update failed: %w", gs.Namespace, gs.Name, err)
+		return &statusWriteError{fmt.Errorf("GitSync/%s/%s status update failed: %w", gs.Namespace, gs.Name, err)}
 	}
 	st.wrote(gs.ResourceVersion)
 	next.DeepCopyInto(gs)
+	r.opts.Metrics.setStatus(gs)
 	return nil
+}
+
+// writeSuspended reports a suspended GitSync: Ready with reason Suspended
+// (nothing is applied, pruned or repaired until spec.suspend is unset) and
+// no Reconciling or Stalled, since no sync is pending.
+func (r *GitSyncReconciler) writeSuspended(ctx context.Context, gs *v1.GitSync, st *syncState) error {
+	msg := "spec.suspend is set: nothing is applied, pruned or repaired"
+	if rev := gs.Status.LastAppliedRevision; rev != "" {
+		msg += "; last applied revision " + rev
+	}
+	before := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady).DeepCopy()
+	err := r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) {
+		s.ObservedGeneration = gs.Generation
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: v1.ReasonSuspended, Message: msg, ObservedGeneration: gs.Generation})
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionReconciling)
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
+	})
+	if err == nil {
+		noteOutcome(ctx, gs, before, nil)
+	}
+	return err
+}
+
+// statusWriteError is a failed write of a GitSync's status.
+type statusWriteError struct{ error }
+
+func (e *statusWriteError) Unwrap() error { return e.error }
+
+// outdatedWrite reports whether err is a status write refused because the
+// GitSync changed since it was read: the next reconcile reads it again.
+func outdatedWrite(err error) bool {
+	var we *statusWriteError
+	return errors.As(err, &we) && apierrors.IsConflict(we)
 }
 
 // report writes what a sync did into status and emits events for what
 // changed: objects applied or pruned, failure started or changed, recovery.
+// A sync that failed only because one of its status writes met a newer
+// GitSync is not reported: it is retried with a fresh read (log.go).
 func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *syncState, out *outcome) error {
+	if outdatedWrite(out.err) {
+		return out.err
+	}
 	crashpoint.Hit(crashpoint.BeforeStatus)
 	before := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady).DeepCopy()
 	prevApplied := gs.Status.LastAppliedRevision
@@ -64,6 +107,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 	}
 	r.opts.Metrics.setRevision(client.ObjectKeyFromObject(gs), gs.Status.LastAppliedRevision)
 	r.emit(gs, before, prevApplied, out)
+	noteOutcome(ctx, gs, before, out)
 	return nil
 }
 

@@ -139,7 +139,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	if err != nil {
 		return src, source.Revision{}, err
 	}
-	rev, err := r.opts.Fetcher.Resolve(ctx, src)
+	rev, err := r.resolve(ctx, gs, src) // gitsource.go
 	if err != nil {
 		return src, rev, classifyFetch(err)
 	}

@@ -22,14 +22,14 @@ const ReasonWebhookRejected = "WebhookRejected"
 const webhookEventInterval = time.Minute
 
 // WebhookObserver returns a source.ReceiverOptions.Observe for this agent:
-// it counts every delivery in gitsync_webhook_requests_total and tells each
-// GitSync whose repository a wrongly signed push named, with a Warning
-// event at most once a minute, so a misconfigured secret is easy to find
-// although the sender is told nothing.
+// it counts every delivery in gitsync_webhook_requests_total (by provider,
+// result and status code) and tells each GitSync whose repository a wrongly
+// signed push named, with a Warning event at most once a minute, so a
+// misconfigured secret is easy to find although the sender is told nothing.
 func (r *GitSyncReconciler) WebhookObserver() func(source.WebhookDelivery) {
 	limit := newEventLimiter(r.clock, webhookEventInterval)
 	return func(d source.WebhookDelivery) {
-		r.opts.Metrics.observeWebhook(d.Provider, string(d.Result))
+		r.opts.Metrics.observeWebhook(d.Provider, string(d.Result), d.Code)
 		for _, key := range d.Rejected {
 			nn, ok := ParseKey(key)
 			if !ok || !limit.allow(key) {

@@ -105,13 +105,15 @@ func (w *webhookAgent) sendGitHub(t *testing.T, body []byte, secret, delivery st
 	return fmt.Sprintf("%d\n%s\n%s", resp.StatusCode, strings.Join(hs, "\n"), b)
 }
 
-// webhookRequests reads gitsync_webhook_requests_total for provider and result.
+// webhookRequests reads gitsync_webhook_requests_total for provider and
+// result, summed over the status codes answered.
 func (a *agent) webhookRequests(t *testing.T, provider, result string) float64 {
 	t.Helper()
 	mfs, err := a.metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != "gitsync_webhook_requests_total" {
 			continue
@@ -122,11 +124,11 @@ func (a *agent) webhookRequests(t *testing.T, provider, result string) float64 {
 				got[l.GetName()] = l.GetValue()
 			}
 			if got["provider"] == provider && got["result"] == result {
-				return m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return sum
 }
 
 // webhookGitSync creates a GitSync of repo with a webhook Secret holding

@@ -153,6 +153,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	d := WebhookDelivery{Provider: strings.TrimPrefix(req.URL.Path, "/hook/")}
 	status := r.handle(w, req, p, &d)
+	d.Code = status
 	if r.opts.Observe != nil {
 		r.opts.Observe(d)
 	}

@@ -41,6 +41,8 @@ type WebhookDelivery struct {
 	// bitbucket-server, gitea or generic.
 	Provider string
 	Result   WebhookResult
+	// Code is the HTTP status the sender was answered.
+	Code int
 	// Rejected are the keys of the sources that follow the payload's
 	// repository but whose secret did not verify it (ResultBadSignature
 	// only): likely a misconfigured secret the owner should hear about.
