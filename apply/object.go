@@ -79,7 +79,7 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fres
 	e := Entry{ID: id, Subject: id.String()}
 	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		e.Action, e.Err = Skipped, fmt.Errorf("%s skipped: kind %s is not served by the cluster: %w", e.Subject, gvk, err)
+		e.Action, e.Err = Skipped, fmt.Errorf("%s skipped: %w", e.Subject, &UnknownKindError{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Err: err})
 		return planned{}, e, nil
 	}
 	if err != nil {

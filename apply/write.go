@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +15,8 @@ import (
 // in TakeOverManagers is retried with force (and reported in e.TookOver); an
 // immutable-field rejection recreates the object when it opted in or Force is
 // set. Other conflicts and immutable fields return *ConflictError and
-// *ImmutableError.
+// *ImmutableError; a missing namespace, *NamespaceMissingError; an invalid
+// object, *InvalidError (see explain).
 //
 // In a dry run every request is a server-side dry-run and a recreation is
 // only checked (a dry-run delete), so the outcome is the one the real write
@@ -37,11 +39,11 @@ func (a *Applier) write(ctx context.Context, p planned, e *Entry) (*unstructured
 		}
 		out, err = a.recreate(ctx, ri, p)
 		if err != nil {
-			return nil, fmt.Errorf("recreate after %w: %w", ie, err)
+			return nil, fmt.Errorf("recreate after immutable field %s changed: %w", strings.Join(ie.Fields, ", "), err)
 		}
 		e.Recreated = true
 	}
-	return out, err
+	return out, explain(err, p.desired.GetNamespace())
 }
 
 func (a *Applier) ssa(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
