@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -43,8 +44,9 @@ type ApplyOptions struct {
 }
 
 // NewApplyCmd returns the apply command.
-func NewApplyCmd() *cobra.Command {
+func NewApplyCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &ApplyOptions{}
+	o.Target.Flags = kube
 	cmd := &cobra.Command{
 		Use:   "apply [DIR]",
 		Short: "Apply a directory or repository to the cluster",
@@ -88,7 +90,6 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
 	o.Source.AddFlags(cmd.Flags())
-	o.Target.AddFlags(cmd.Flags())
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync: stamps owner labels and records the inventory used by --prune.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Take fields owned by other managers and recreate objects whose immutable fields changed.")

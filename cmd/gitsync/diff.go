@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/inventory"
@@ -22,19 +24,26 @@ type DiffOptions struct {
 	// labels the objects carry; empty means no prunes are shown and objects
 	// keep whatever owner labels they carry (as apply without --name does).
 	Name string
+	// GitSync ("NAMESPACE/NAME") previews what the agent would do for that
+	// GitSync: its path, target namespace, identity, owner and prunes.
+	GitSync string
 	// Output is "" (text) or "json".
 	Output string
 	// Verbose also lists unchanged objects and prunes that are held back.
 	Verbose bool
 	// Watch re-runs the diff whenever a file under the local directory changes.
 	Watch bool
+	// Force previews an apply --force: fields of other managers taken, objects
+	// whose immutable fields changed recreated.
+	Force bool
 
 	Out, ErrOut io.Writer
 }
 
 // NewDiffCmd returns the diff command.
-func NewDiffCmd() *cobra.Command {
+func NewDiffCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &DiffOptions{}
+	o.Target.Flags = kube
 	cmd := &cobra.Command{
 		Use:   "diff [DIR]",
 		Short: "Show what applying a directory or repository would change in the cluster",
@@ -84,18 +93,26 @@ would fail).`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
 	o.Source.AddFlags(cmd.Flags())
-	o.Target.AddFlags(cmd.Flags())
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync whose inventory (from \"gitsync apply --name\") previews prunes.")
+	cmd.Flags().StringVar(&o.GitSync, "gitsync", "", "Preview what the agent would do for the GitSync NAMESPACE/NAME: its path, targetNamespace, ServiceAccount and prunes; DIR is a checkout of its repository (default: its source at its spec).")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json prints a list of {subject, action, diff}.")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "Also list unchanged objects and prunes that would be held back.")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Preview an apply --force: take fields owned by other managers, recreate objects whose immutable fields changed.")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Re-run the diff whenever a file under the directory changes (local directories only).")
 	return cmd
 }
 
 // Complete validates the flags and takes the directory argument.
 func (o *DiffOptions) Complete(args []string) error {
-	if err := o.Source.Complete(args); err != nil {
+	if err := o.validateGitSync(); err != nil {
+		return err
+	}
+	if o.GitSync != "" {
+		if err := o.Source.CompleteOptional(args); err != nil {
+			return err
+		}
+	} else if err := o.Source.Complete(args); err != nil {
 		return err
 	}
 	if err := validateOutput(o.Output, outputText, outputJSON); err != nil {
@@ -111,6 +128,9 @@ func (o *DiffOptions) Complete(args []string) error {
 // result. The returned error carries the exit status: nil in sync, 1 with
 // differences, 2 on error.
 func (o *DiffOptions) Run(ctx context.Context) error {
+	if o.GitSync != "" {
+		return o.runGitSync(ctx)
+	}
 	if o.Watch {
 		tgt, err := o.Target.Connect()
 		if err != nil {
@@ -140,10 +160,15 @@ func (o *DiffOptions) runOnce(ctx context.Context, tgt *Target) error {
 
 // diff compares desired with the cluster and prints the result.
 func (o *DiffOptions) diff(ctx context.Context, tgt *Target, desired *Desired) error {
-	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: o.Name, PreviewPrune: o.Name != "", Prune: o.Prune})
+	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: o.Name, Force: o.Force, PreviewPrune: o.Name != "", Prune: o.Prune})
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	return o.finish(rep)
+}
+
+// finish prints rep and returns the exit status it calls for.
+func (o *DiffOptions) finish(rep *diffReport) error {
 	if err := o.print(rep); err != nil {
 		return withExitCode(exitError, err)
 	}
@@ -216,7 +241,7 @@ func (r *diffReport) Errors() error {
 			errs = append(errs, e.err)
 		}
 	}
-	return errors.Join(errs...)
+	return listed(errors.Join(errs...), "would fail")
 }
 
 // diffRequest says what computeDiff compares.
@@ -257,7 +282,9 @@ func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffReq
 	if req.Name == "" || !req.PreviewPrune {
 		return rep, nil
 	}
-	prunes, warning, err := previewPrune(ctx, tgt, req.Name, recorded, cs, req.Prune)
+	opts := req.Prune.options(tgt, req.Name)
+	opts.SyncSucceeded = cs.Err() == nil
+	prunes, warning, err := previewPrune(ctx, tgt.Client, recorded, cs, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -296,11 +323,9 @@ func diffEntryOf(e apply.Entry) diffEntry {
 
 // previewPrune plans, without deleting, the prune an apply with --prune would
 // do: the stored inventory minus the desired objects, through every safety
-// rail. A refusal by the rails is a warning: nothing would be pruned.
-func previewPrune(ctx context.Context, tgt *Target, name string, old *inventory.Inventory, cs *apply.ChangeSet, pf PruneFlags) ([]diffEntry, string, error) {
-	opts := pf.options(tgt, name)
-	opts.SyncSucceeded = cs.Err() == nil
-	plan, err := inventory.Plan(ctx, tgt.Client, old, desiredInventory(cs), opts)
+// rail of opts. A refusal by the rails is a warning: nothing would be pruned.
+func previewPrune(ctx context.Context, c client.Reader, old *inventory.Inventory, cs *apply.ChangeSet, opts inventory.PruneOptions) ([]diffEntry, string, error) {
+	plan, err := inventory.Plan(ctx, c, old, desiredInventory(cs), opts)
 	var refused *inventory.RefusedError
 	if errors.As(err, &refused) {
 		return nil, "nothing would be pruned: " + refused.Error(), nil

@@ -25,10 +25,13 @@ gitsync apply, gitsync status).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(NewDiffCmd())
-	cmd.AddCommand(NewApplyCmd())
-	cmd.AddCommand(NewStatusCmd())
-	cmd.AddCommand(NewRunCmd())
+	// kubectl's connection flags, once for every command (run included).
+	kube := newKubeFlags()
+	(&TargetOptions{Flags: kube}).AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(NewDiffCmd(kube))
+	cmd.AddCommand(NewApplyCmd(kube))
+	cmd.AddCommand(NewStatusCmd(kube))
+	cmd.AddCommand(NewRunCmd(kube))
 	cmd.AddCommand(NewVersionCmd())
 	return cmd
 }

@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,9 +41,10 @@ import (
 
 // RunOptions configures `gitsync run`, the in-cluster agent.
 type RunOptions struct {
-	// Kubeconfig and Context select the cluster; empty means in-cluster
-	// config, or $KUBECONFIG / ~/.kube/config on a laptop.
-	Kubeconfig, Context string
+	// Target selects the cluster with kubectl's flags (shared with every
+	// command); none means in-cluster config, or $KUBECONFIG /
+	// ~/.kube/config on a laptop.
+	Target TargetOptions
 	// LeaderElect makes replicas of one shard elect one active reconciler
 	// through a Lease. Defaults to true in-cluster, false elsewhere.
 	LeaderElect bool
@@ -94,8 +95,8 @@ type RunOptions struct {
 }
 
 // NewRunCmd returns `gitsync run`.
-func NewRunCmd() *cobra.Command {
-	o := &RunOptions{}
+func NewRunCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &RunOptions{Target: TargetOptions{Flags: kube}}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the agent: keep every GitSync's cluster in step with its Git source",
@@ -117,8 +118,6 @@ as soon as a managed object changes, and reports status only when it changes.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file to use (default: in-cluster, $KUBECONFIG or ~/.kube/config).")
-	fs.StringVar(&o.Context, "context", "", "The name of the kubeconfig context to use.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect one active replica per shard through a Lease (default true in-cluster).")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.IntVar(&o.Concurrent, "concurrent", 4, "How many GitSyncs to reconcile in parallel.")
@@ -182,12 +181,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 }
 
 func (o *RunOptions) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
-	cfg, err := cc.ClientConfig()
+	cfg, err := o.Target.RESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.UserAgent = "gitsync-agent/" + versionString()
 	cfg.QPS, cfg.Burst = 50, 100

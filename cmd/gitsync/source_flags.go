@@ -138,6 +138,33 @@ func (o *SourceOptions) Complete(args []string) error {
 	return nil
 }
 
+// CompleteOptional is Complete for a command whose source may come from
+// elsewhere (diff --gitsync: the GitSync's spec): no source is fine, and
+// the ref flags may stand alone (they override the spec's ref).
+func (o *SourceOptions) CompleteOptional(args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("expected at most one directory, got %d arguments", len(args))
+	}
+	if len(args) == 1 {
+		o.Dir = args[0]
+	}
+	refs := 0
+	for _, v := range []string{o.Branch, o.Tag, o.Semver, o.Commit} {
+		if v != "" {
+			refs++
+		}
+	}
+	switch {
+	case o.URL != "" && o.Dir != "":
+		return errors.New("give either a directory or --url, not both")
+	case o.Dir != "" && refs > 0:
+		return errors.New("--branch, --tag, --semver and --commit select a revision to fetch; a directory is read as it is on disk")
+	case refs > 1:
+		return errors.New("give at most one of --branch, --tag, --semver and --commit")
+	}
+	return nil
+}
+
 // Desired is what a source renders to.
 type Desired struct {
 	// Objects are validated and sorted.
@@ -229,12 +256,23 @@ func workTreeTop(dir string) string {
 // renderRemote resolves the ref, checks the commit out into a temporary
 // directory and renders Path from it.
 func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
-	src := source.Source{URL: o.URL, Path: o.Path, Ref: source.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}}
+	src := source.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	auth, err := o.auth()
 	if err != nil {
 		return nil, err
 	}
 	src.Auth = auth
+	return o.renderSource(ctx, src)
+}
+
+// ref is the revision the ref flags select; zero when none is given.
+func (o *SourceOptions) ref() source.Ref {
+	return source.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}
+}
+
+// renderSource fetches src into a temporary directory and renders its path;
+// a src without a ref follows the remote's default branch.
+func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*Desired, error) {
 	tmp, err := os.MkdirTemp("", "gitsync-cli-")
 	if err != nil {
 		return nil, err
@@ -263,13 +301,13 @@ func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := o.Path
+	path := src.Path
 	if path == "" {
 		path = "."
 	}
 	r, err := source.Render(ctx, checkout, path, o.renderOptions())
 	if err != nil {
-		return nil, fmt.Errorf("render %s at %s: %w", source.RedactURL(o.URL), rev, err)
+		return nil, fmt.Errorf("render %s at %s: %w", source.RedactURL(src.URL), rev, err)
 	}
 	return &Desired{Objects: r.Objects, Revision: rev.String()}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,8 +35,9 @@ type StatusOptions struct {
 }
 
 // NewStatusCmd returns the status command.
-func NewStatusCmd() *cobra.Command {
+func NewStatusCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &StatusOptions{now: time.Now}
+	o.Target.Flags = kube
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show the state of GitSync objects",
@@ -63,7 +65,6 @@ Without NAME every GitSync of the namespace is listed; -A lists all namespaces.`
 			return o.Run(cmd.Context())
 		},
 	}
-	o.Target.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List GitSyncs in all namespaces.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml.")
 	return cmd

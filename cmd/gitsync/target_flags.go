@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,24 +23,71 @@ import (
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
-// TargetOptions select the cluster and default namespace the way kubectl does:
-// --kubeconfig (else $KUBECONFIG, else ~/.kube/config), --context and
-// -n/--namespace (else the context's namespace, else "default").
+// TargetOptions select the cluster, identity and default namespace with
+// kubectl's own flags (k8s.io/cli-runtime ConfigFlags): --kubeconfig (else
+// $KUBECONFIG, else ~/.kube/config), --context, --cluster, --user, --server,
+// --token, --as, --as-group, --request-timeout, --insecure-skip-tls-verify,
+// -n/--namespace (else the context's namespace, else "default") and the rest.
+// The root command registers them once as persistent flags, so every
+// command, run included, reads them the same way.
 type TargetOptions struct {
-	// Kubeconfig is an explicit kubeconfig file; empty follows kubectl's rules.
-	Kubeconfig string
-	// Context overrides the kubeconfig's current context.
-	Context string
-	// Namespace is the default namespace for namespaced objects that name
-	// none, and where the inventory of --name lives.
-	Namespace string
+	// Flags are the connection flags; nil means kubectl's defaults.
+	Flags *genericclioptions.ConfigFlags
 }
 
-// AddFlags registers --kubeconfig, --context and -n/--namespace.
+// newKubeFlags returns kubectl's connection flags without --cache-dir (run
+// has its own, for Git; the CLI keeps no discovery cache) and without the
+// persistent-config memo (tests build several targets in one process).
+func newKubeFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	f.CacheDir = nil
+	return f
+}
+
+// targetFor is the TargetOptions of an explicit kubeconfig and namespace
+// (tests, and callers that do not parse flags).
+func targetFor(kubeconfig, namespace string) TargetOptions {
+	f := newKubeFlags()
+	*f.KubeConfig, *f.Namespace = kubeconfig, namespace
+	return TargetOptions{Flags: f}
+}
+
+// AddFlags registers kubectl's connection flags on fs.
 func (o *TargetOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file to use (default: $KUBECONFIG or ~/.kube/config).")
-	fs.StringVar(&o.Context, "context", "", "The name of the kubeconfig context to use.")
-	fs.StringVarP(&o.Namespace, "namespace", "n", "", "Namespace for objects that name none, and of the --name inventory (default: the context's namespace).")
+	if o.Flags == nil {
+		o.Flags = newKubeFlags()
+	}
+	o.Flags.AddFlags(fs)
+	fs.Lookup("kubeconfig").Usage = "Path to the kubeconfig file to use (default: $KUBECONFIG or ~/.kube/config)."
+	fs.Lookup("namespace").Usage = "Namespace for objects that name none, of the --name inventory and of the GitSync a command names (default: the context's namespace)."
+}
+
+// clientConfig is the kubeconfig loader with the flags' overrides applied.
+func (o *TargetOptions) clientConfig() clientcmd.ClientConfig {
+	if o.Flags == nil {
+		o.Flags = newKubeFlags()
+	}
+	return o.Flags.ToRawKubeConfigLoader()
+}
+
+// RESTConfig is the rest config the flags select, without the CLI's
+// defaults (run sets its own user agent and budget).
+func (o *TargetOptions) RESTConfig() (*rest.Config, error) {
+	cfg, err := o.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// Namespace is the namespace the flags select: -n, else the context's, else
+// "default".
+func (o *TargetOptions) Namespace() (string, error) {
+	ns, _, err := o.clientConfig().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig namespace: %w", err)
+	}
+	return ns, nil
 }
 
 // Target is a connected cluster: everything the engine packages need.
@@ -60,19 +108,21 @@ type Target struct {
 // an unreachable cluster is reported by the first call that needs it.
 func (o *TargetOptions) Connect() (*Target, error) {
 	quietControllerRuntime()
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
-	overrides.Context.Namespace = o.Namespace
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	cfg, err := cc.ClientConfig()
+	cfg, err := o.RESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
-	ns, _, err := cc.Namespace()
+	ns, err := o.Namespace()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
+		return nil, err
 	}
+	return connect(cfg, ns)
+}
+
+// connect builds the clients of cfg with the CLI's defaults: its user
+// agent, request budget and warning printer.
+func connect(cfg *rest.Config, ns string) (*Target, error) {
+	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "gitsync-cli"
 	if cfg.QPS == 0 {
 		// client-go's default (5 requests/s) would make a 1,000-object apply

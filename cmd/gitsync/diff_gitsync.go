@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/source"
+)
+
+// gitSyncPreview is what `gitsync diff --gitsync` needs to see a sync as the
+// agent sees it: the GitSync, the identity the agent applies as, and the
+// rails its prunes obey.
+type gitSyncPreview struct {
+	gs *gitsyncv1.GitSync
+	// as is the cluster as the agent reaches it for gs: impersonating
+	// spec.serviceAccountName, with spec.targetNamespace (else the GitSync's
+	// namespace) as the default namespace.
+	as *Target
+}
+
+// parseGitSyncRef splits "NAMESPACE/NAME" (or "NAME", in ns).
+func parseGitSyncRef(ref, ns string) (client.ObjectKey, error) {
+	parts := strings.Split(ref, "/")
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return client.ObjectKey{Namespace: ns, Name: parts[0]}, nil
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return client.ObjectKey{Namespace: parts[0], Name: parts[1]}, nil
+	}
+	return client.ObjectKey{}, fmt.Errorf("--gitsync %q: want NAMESPACE/NAME or NAME", ref)
+}
+
+// getGitSync reads one GitSync, with errors that say what to do.
+func getGitSync(ctx context.Context, c client.Reader, key client.ObjectKey) (*gitsyncv1.GitSync, error) {
+	gs := &gitsyncv1.GitSync{}
+	err := c.Get(ctx, key, gs)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("the cluster does not serve GitSync (%s): install the gitsync CRD first", gitsyncv1.GroupVersion)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("GitSync/%s/%s not found", key.Namespace, key.Name)
+	case err != nil:
+		return nil, fmt.Errorf("GitSync/%s/%s read failed: %w", key.Namespace, key.Name, err)
+	}
+	return gs, nil
+}
+
+// newGitSyncPreview reads the GitSync and connects as the agent would for it.
+func newGitSyncPreview(ctx context.Context, user *Target, ref string) (*gitSyncPreview, error) {
+	key, err := parseGitSyncRef(ref, user.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := getGitSync(ctx, user.Client, key)
+	if err != nil {
+		return nil, err
+	}
+	if gs.Spec.KubeConfig != nil {
+		return nil, fmt.Errorf("GitSync/%s/%s applies to another cluster (spec.kubeConfig): preview it against that cluster with --kubeconfig and without --gitsync", gs.Namespace, gs.Name)
+	}
+	cfg := rest.CopyConfig(user.Config)
+	if sa := gs.Spec.ServiceAccountName; sa != "" {
+		if cfg.Impersonate.UserName != "" {
+			return nil, fmt.Errorf("--as cannot be combined with --gitsync: GitSync/%s/%s is applied as its ServiceAccount %s", gs.Namespace, gs.Name, sa)
+		}
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccountUser(gs.Namespace, sa)}
+	}
+	ns := gs.Namespace
+	if gs.Spec.TargetNamespace != "" {
+		ns = gs.Spec.TargetNamespace
+	}
+	as, err := connect(cfg, ns)
+	if err != nil {
+		return nil, err
+	}
+	return &gitSyncPreview{gs: gs, as: as}, nil
+}
+
+// serviceAccountUser is the user name the apiserver gives a ServiceAccount.
+func serviceAccountUser(ns, name string) string {
+	return "system:serviceaccount:" + ns + ":" + name
+}
+
+// render renders what the agent would for p's GitSync: the local checkout
+// dir (the repository's top; nothing is read outside it) when given, else
+// the GitSync's repository at its ref. The ref flags, --url and --path
+// override the spec, so a CI job can preview a pull request's branch. The
+// object cap is the smaller of --max-objects and spec.maxObjects, and an
+// empty render is refused unless spec.allowEmpty, as the agent refuses it.
+func (p *gitSyncPreview) render(ctx context.Context, user *Target, o *SourceOptions) (*Desired, error) {
+	spec := p.gs.Spec
+	opts := *o
+	if opts.Path == "" {
+		opts.Path = spec.Source.Path
+	}
+	if m := spec.MaxObjects; m != nil && int(*m) < opts.MaxObjects {
+		opts.MaxObjects = int(*m)
+	}
+	var desired *Desired
+	var err error
+	if opts.Dir != "" {
+		desired, err = opts.renderCheckout(ctx)
+	} else {
+		desired, err = p.renderRemote(ctx, user, &opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(desired.Objects) == 0 && !spec.AllowEmpty {
+		return nil, fmt.Errorf("path %q renders no objects: the agent would refuse it (set spec.allowEmpty to sync an empty set)", opts.Path)
+	}
+	return desired, nil
+}
+
+// renderCheckout renders Path of the checkout Dir: Dir is the repository's
+// top, as the agent's checkout is.
+func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
+	root, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("directory %s: not a directory", o.Dir)
+	}
+	path := o.Path
+	if path == "" {
+		path = "."
+	}
+	r, err := source.Render(ctx, root, path, o.renderOptions())
+	if err != nil {
+		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
+	}
+	return &Desired{Objects: r.Objects, Revision: o.Dir}, nil
+}
+
+// renderRemote fetches the GitSync's repository (or --url) at its ref (or
+// the ref flags) with the credentials of the environment, else those of
+// spec.source.secretRef read with the user's own identity.
+func (p *gitSyncPreview) renderRemote(ctx context.Context, user *Target, o *SourceOptions) (*Desired, error) {
+	spec := p.gs.Spec.Source
+	src := source.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
+	if src.URL == "" {
+		src.URL = spec.URL
+	}
+	if src.Ref == (source.Ref{}) && o.URL == "" {
+		src.Ref = source.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit}
+	}
+	auth, err := o.auth()
+	if err != nil {
+		return nil, err
+	}
+	if auth == nil && spec.SecretRef != nil && o.URL == "" {
+		if auth, err = p.secretAuth(ctx, user); err != nil {
+			return nil, err
+		}
+	}
+	src.Auth = auth
+	return o.renderSource(ctx, src)
+}
+
+// secretAuth reads the GitSync's source credentials Secret, with the keys
+// the agent reads (controller/gitsource.go). Its values never appear in an
+// error.
+func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*source.Auth, error) {
+	ref := p.gs.Spec.Source.SecretRef
+	secret := &corev1.Secret{}
+	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("Secret/%s/%s (spec.source.secretRef) read failed: %w; give the credentials with $%s/$%s, $%s or --ssh-key instead",
+			p.gs.Namespace, ref.Name, err, gitEnvUsername, gitEnvPassword, gitEnvToken)
+	}
+	d := secret.Data
+	return &source.Auth{
+		Username:      string(d["username"]),
+		Password:      string(d["password"]),
+		BearerToken:   string(d["bearerToken"]),
+		CAData:        d["ca.crt"],
+		SSHPrivateKey: d["identity"],
+		SSHPassphrase: d["passphrase"],
+		KnownHosts:    d["known_hosts"],
+	}, nil
+}
+
+// diff is computeDiff for p's GitSync: the agent's applier settings (its
+// owner labels, force, default namespace and identity) as a dry run, and the
+// prunes its status inventory would make through the agent's rails.
+func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffReport, error) {
+	gs := p.gs
+	opts := apply.DefaultOptions()
+	opts.DryRun, opts.Diff = true, true
+	opts.Force = gs.Spec.Force
+	opts.DefaultNamespace = p.as.Namespace
+	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
+	a, err := apply.New(p.as.Config, p.as.Client, opts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := a.Apply(ctx, desired.Objects)
+	if err != nil {
+		return nil, err
+	}
+	rep := &diffReport{}
+	for _, e := range cs.Entries {
+		rep.Entries = append(rep.Entries, diffEntryOf(e))
+	}
+	if !gs.Spec.Prune {
+		return rep, nil
+	}
+	recorded, err := inventory.FromGitSyncStatus(gs)
+	if err != nil {
+		return nil, err
+	}
+	rails, err := gitSyncPruneRails(gs)
+	if err != nil {
+		return nil, err
+	}
+	rails.SyncSucceeded = cs.Err() == nil
+	prunes, warning, err := previewPrune(ctx, p.as.Client, recorded, cs, rails)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		rep.Warnings = append(rep.Warnings, warning)
+	}
+	rep.Entries = append(rep.Entries, prunes...)
+	return rep, nil
+}
+
+// gitSyncPruneRails are the agent's prune rails for gs: gs as owner and
+// protected, the agent's default share limit or gs's
+// gitsync.dev/prune-max-share, and spec.allowEmpty. The agent's own
+// Namespace and ServiceAccount are not known from a laptop, so a prune of
+// the agent's footing is previewed although the agent would keep it.
+func gitSyncPruneRails(gs *gitsyncv1.GitSync) (inventory.PruneOptions, error) {
+	opts := inventory.DefaultPruneOptions()
+	opts.Name, opts.Namespace = gs.Name, gs.Namespace
+	self := inventory.GitSyncID(gs.Namespace, gs.Name)
+	opts.Protect = inventory.Protection{Self: &self}
+	opts.MaxShare = controller.DefaultOptions().PruneMaxShare
+	if raw, ok := gs.Annotations[inventory.PruneMaxShareAnnotation]; ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil || v < 0 || v > 1 {
+			return opts, fmt.Errorf("GitSync/%s/%s annotation %s=%q must be a number between 0 and 1", gs.Namespace, gs.Name, inventory.PruneMaxShareAnnotation, raw)
+		}
+		opts.MaxShare = v
+	}
+	opts.AllowEmpty = gs.Spec.AllowEmpty
+	return opts, nil
+}
+
+// runGitSync is `gitsync diff --gitsync`.
+func (o *DiffOptions) runGitSync(ctx context.Context) error {
+	user, err := o.Target.Connect()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	p, err := newGitSyncPreview(ctx, user, o.GitSync)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	desired, err := p.render(ctx, user, &o.Source)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	rep, err := p.diff(ctx, desired)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	return o.finish(rep)
+}
+
+// validateGitSync checks the flags --gitsync cannot be combined with.
+func (o *DiffOptions) validateGitSync() error {
+	switch {
+	case o.GitSync == "":
+		return nil
+	case o.Name != "":
+		return errors.New("--gitsync and --name name different inventories: give one")
+	case o.Watch:
+		return errors.New("--watch cannot be combined with --gitsync")
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+package inventory
+
+import (
+	"fmt"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+)
+
+// FromGitSyncStatus reads the inventory recorded in a GitSync's status (the
+// agent's store, and what `gitsync diff --gitsync` previews prunes against). An
+// entry whose ID does not parse is an error: forgetting it could leave an
+// object behind that should have been pruned.
+func FromGitSyncStatus(gs *v1.GitSync) (*Inventory, error) {
+	if gs.Status.Inventory == nil {
+		return New(), nil
+	}
+	entries := make([]Entry, 0, len(gs.Status.Inventory.Entries))
+	for _, e := range gs.Status.Inventory.Entries {
+		id, err := ParseKey(e.ID)
+		if err != nil {
+			return nil, fmt.Errorf("GitSync/%s/%s status inventory invalid: %w", gs.Namespace, gs.Name, err)
+		}
+		entries = append(entries, Entry{ID: id, UID: e.UID, Version: e.Version, Pending: e.Pending})
+	}
+	return New(entries...), nil
+}
