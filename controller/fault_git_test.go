@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/source"
 )
 
 // gitHost serves one repository with git http-backend on loopback behind
@@ -65,33 +66,43 @@ func (h *gitHost) setPassword(p string) {
 }
 
 // TestFaultGitSource: the Git side fails after a good sync. Each fault is
-// reported in status (FetchFailed, the message saying which), nothing is
-// pruned, the objects and the inventory of the last good revision are kept
-// and lastAppliedRevision does not move. A branch moved backwards is
-// named as such.
+// reported in status under its own reason, the message saying what
+// happened, nothing is pruned, the objects and the inventory of the last
+// good revision are kept and lastAppliedRevision does not move. A fault
+// retrying cannot fix (credentials rejected, branch gone) is Stalled, so
+// `kubectl wait --for=condition=Ready` sees it; one that may pass (the
+// host down) is Reconciling, retried with backoff.
 //
 // Checked: with a failed resolve swallowed (revision returning the last
 // resolved revision and no error) every subtest fails waiting for
-// Ready=False FetchFailed.
+// Ready=False; with classifyFetch retrying every fetch failure as
+// FetchFailed, every subtest fails waiting for its reason.
 func TestFaultGitSource(t *testing.T) {
 	for name, tc := range map[string]struct {
-		fault func(t *testing.T, h *gitHost, r *repo)
-		words []string
+		fault   func(t *testing.T, h *gitHost, r *repo)
+		reason  string
+		stalled bool
+		words   []string
 	}{
 		"host down": {
-			fault: func(t *testing.T, h *gitHost, r *repo) { h.srv.CloseClientConnections(); h.srv.Close() },
-			words: []string{"connection refused"},
+			fault:  func(t *testing.T, h *gitHost, r *repo) { h.srv.CloseClientConnections(); h.srv.Close() },
+			reason: source.ReasonHostUnreachable,
+			words:  []string{"unreachable", "connection refused"},
 		},
 		"auth revoked": {
-			fault: func(t *testing.T, h *gitHost, r *repo) { h.setPassword("rotated") },
-			words: []string{"authentication"},
+			fault:   func(t *testing.T, h *gitHost, r *repo) { h.setPassword("rotated") },
+			reason:  source.ReasonAuthenticationFailed,
+			stalled: true,
+			words:   []string{"rejected the username and password from Secret/", "/git-auth"},
 		},
 		"branch deleted": {
 			fault: func(t *testing.T, h *gitHost, r *repo) {
 				r.git("checkout", "-q", "-b", "other")
 				r.git("branch", "-q", "-D", "main")
 			},
-			words: []string{"main"},
+			reason:  source.ReasonRefNotFound,
+			stalled: true,
+			words:   []string{`branch "main" not found`, "the remote has branches other"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -103,7 +114,8 @@ func TestFaultGitSource(t *testing.T) {
 			}
 			tc.fault(t, h, f.repo)
 			request(t, f.c, f.key, "after-fault")
-			gs := f.waitNotReady(t, v1.ReasonFetchFailed, tc.words...)
+			gs := f.waitNotReady(t, tc.reason, tc.words...)
+			assertStalled(t, gs, tc.stalled)
 			if gs.Status.LastAppliedRevision != good.Status.LastAppliedRevision {
 				t.Errorf("lastAppliedRevision moved from %q to %q on a failed fetch", good.Status.LastAppliedRevision, gs.Status.LastAppliedRevision)
 			}
@@ -116,6 +128,25 @@ func TestFaultGitSource(t *testing.T) {
 				t.Errorf("inventory changed on a failed fetch: %+v -> %+v", good.Status.Inventory, gs.Status.Inventory)
 			}
 		})
+	}
+}
+
+// assertStalled checks the kstatus shape of a failed GitSync: Stalled=True
+// with Ready's reason and no Reconciling when stalled, else Reconciling=True
+// and no Stalled.
+func assertStalled(t *testing.T, gs *v1.GitSync, stalled bool) {
+	t.Helper()
+	ready := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady)
+	st := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionStalled)
+	rec := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReconciling)
+	if stalled {
+		if st == nil || st.Status != metav1.ConditionTrue || st.Reason != ready.Reason || rec != nil {
+			t.Errorf("want Stalled=True with reason %s and no Reconciling; conditions %+v", ready.Reason, gs.Status.Conditions)
+		}
+		return
+	}
+	if st != nil || rec == nil || rec.Status != metav1.ConditionTrue {
+		t.Errorf("want Reconciling=True (a retry pending) and no Stalled; conditions %+v", gs.Status.Conditions)
 	}
 }
 
