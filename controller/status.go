@@ -100,6 +100,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 		if out.inventory != nil {
 			s.Inventory = statusInventory(out.inventory)
 		}
+		s.LastHandledRequestedAt = gs.Annotations[RequestedAtAnnotation]
 		setConditions(s, gs.Generation, out)
 	})
 	if err != nil {

@@ -254,6 +254,12 @@ type GitSyncStatus struct {
 	// Inventory lists the objects applied by the last successful reconcile.
 	// +optional
 	Inventory *Inventory `json:"inventory,omitempty"`
+
+	// LastHandledRequestedAt is the value of the gitsync.dev/requested-at
+	// annotation the last finished reconcile saw, so `gitsync reconcile
+	// --wait` knows its request was handled even when nothing changed.
+	// +optional
+	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
 }
 
 // Inventory lists applied objects.
