@@ -31,6 +31,8 @@ type driftWatcher struct {
 
 	mu      sync.Mutex
 	watched map[driftKey]bool
+	// ready are the kinds whose informer has synced (informers.go).
+	ready map[driftKey]bool
 }
 
 // driftKey is one kind in one cache (the local cluster's or a remote one's).
@@ -40,7 +42,7 @@ type driftKey struct {
 }
 
 func newDriftWatcher(c controller.Controller) *driftWatcher {
-	return &driftWatcher{ctrl: c, waits: &waitSet{}, watched: map[driftKey]bool{}}
+	return &driftWatcher{ctrl: c, waits: &waitSet{}, watched: map[driftKey]bool{}, ready: map[driftKey]bool{}}
 }
 
 // ensure starts watching every kind of objs in c that is not watched yet.

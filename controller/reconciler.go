@@ -44,6 +44,9 @@ type GitSyncReconciler struct {
 	backoff   *backoff
 	drift     *driftWatcher
 	triggers  chan event.GenericEvent
+	// probe reads as the agent, around the cache: it checks that a kind
+	// can be listed and watched before its informer starts (informers.go).
+	probe client.WithWatch
 
 	mu     sync.Mutex
 	runCtx context.Context
@@ -76,6 +79,10 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		base: opts.Apply, runCtx: r.baseContext,
 		kubeconfig: kubeconfigOptions{allowExec: opts.AllowExecPlugins, dialer: &r.opts.Egress},
 		byKey:      map[types.NamespacedName]*target{},
+	}
+	r.probe, err = client.NewWithWatch(r.targets.local.cfg, client.Options{Scheme: mgr.GetScheme(), HTTPClient: r.targets.local.agent, Mapper: r.targets.local.mapper})
+	if err != nil {
+		return nil, err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("gitsync").

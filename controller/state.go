@@ -33,6 +33,8 @@ type syncState struct {
 	rewind rewindMemo // see rewind.go
 
 	wait healthWait // see health.go
+
+	access accessMemo // see access.go
 }
 
 func (s *syncState) markFetch() {

@@ -78,6 +78,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
+	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil { // access.go
+		out.err = err
+		return out
+	}
 	if gs.Spec.Wait {
 		// From now on the watch events of the objects, our own writes'
 		// included, requeue gs: none is lost between the apply and the
@@ -91,6 +95,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		r.opts.Metrics.observePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
 	if err := errors.Join(classifyRun(err), r.drift.ensure(ctx, tgt.cache, objs)); err != nil {
+		forgetAccessOnForbidden(st, err)
 		out.err = err
 		return out
 	}
