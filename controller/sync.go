@@ -164,7 +164,9 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 	}
 	if err != nil {
 		err = classifyFetch(err)
-		if se := asSyncError(err, ""); se.Stalled {
+		// A failure of the remote (a pinned commit not pushed yet, refused
+		// credentials) is not remembered: it may pass at the next resolve.
+		if se := asSyncError(err, ""); se.Stalled && source.Reason(err) == "" {
 			st.setStalled(gs.Generation, rev.Commit, err)
 		}
 		return nil, err
