@@ -3,13 +3,13 @@ package chart_test
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +18,13 @@ import (
 	"gitsync.dev/gitsync/source"
 )
 
-// TestMultiTenantValues installs the chart with the multi-tenant example's
-// values next to the example's platform objects, then does what the agent
-// does for team-a's GitSync: authenticated as the agent's own
-// ServiceAccount, it impersonates the tenant's ServiceAccount for writes and
-// reads live state with its own identity (its watch caches).
+// TestMultiTenantValues installs the multi-tenant example in the order its
+// README gives — the tenant Namespace, then the chart with the example's
+// values (which grants the agent rights in that namespace), then the
+// platform layer — each step on its own, then does what the agent does for
+// team-a's GitSync: authenticated as the agent's own ServiceAccount, it
+// impersonates the tenant's ServiceAccount for writes and reads live state
+// with its own identity (its watch caches).
 func TestMultiTenantValues(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -30,12 +32,28 @@ func TestMultiTenantValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	platform, err := source.Render(ctx, root, "examples/multi-tenant/platform", source.DefaultRenderOptions())
-	if err != nil {
-		t.Fatal(err)
+	render := func(path string) []*unstructured.Unstructured {
+		t.Helper()
+		r, err := source.Render(ctx, root, path, source.DefaultRenderOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Objects
 	}
-	// One staged apply: the CRD and Namespace team-a go first.
-	install(t, slices.Concat(template(t, "mt", ns, "-f", multiTenantValues), platform.Objects))
+	// The README's steps: kubectl apply -f platform/namespace.yaml; helm
+	// install -f agent-values.yaml; kubectl apply -f platform/.
+	var namespace []*unstructured.Unstructured
+	for _, o := range render("examples/multi-tenant/platform") {
+		if o.GetKind() == "Namespace" {
+			namespace = append(namespace, o)
+		}
+	}
+	if len(namespace) != 1 || namespace[0].GetName() != "team-a" {
+		t.Fatalf("platform/ should hold exactly the team-a Namespace, has %d Namespaces", len(namespace))
+	}
+	install(t, namespace)
+	install(t, template(t, "mt", ns, "-f", multiTenantValues))
+	install(t, render("examples/multi-tenant/platform"))
 
 	agentSA := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mt-gitsync"}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
