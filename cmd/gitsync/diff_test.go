@@ -300,7 +300,7 @@ func TestDiffValidatesNewObjects(t *testing.T) {
 	r := gitsyncIn(t, ns, "diff", dir)
 	wantCode(t, r, 2)
 	for _, want := range []string{
-		"! Service/" + ns + "/bad (would fail: Service \"bad\" is invalid: ",
+		"! Service/" + ns + "/bad (would fail: invalid: ",
 		"spec.ports[0].port: Invalid value: 700000",
 		"! ConfigMap/" + ns + "/unknown (would fail: ",
 	} {
