@@ -188,3 +188,37 @@ func waitGitSyncEvent(t *testing.T, c client.Client, key client.ObjectKey, typ, 
 		return false, nil
 	})
 }
+
+// TestPinnedCommitPushedLater: a GitSync pinned to a commit the remote does
+// not have yet is Stalled (RefNotFound), and once the commit is pushed the
+// next sync applies it: a failure of the remote is not remembered as a
+// broken revision.
+//
+// Checked: with render remembering every Stalled failure (the
+// source.Reason test dropped), the GitSync stays Stalled after the push.
+func TestPinnedCommitPushedLater(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	r := newRepo(t)
+	r.commit(map[string]string{"deploy/a.yaml": configMap("a", "1")})
+	clone := &repo{t: t, dir: t.TempDir()}
+	clone.git("clone", "-q", r.dir, ".")
+	clone.git("config", "user.email", "test@gitsync.dev")
+	clone.git("config", "user.name", "test")
+	pinned := clone.commit(map[string]string{"deploy/a.yaml": configMap("a", "2")})
+	startAgent(t, agentOptions{namespace: ns})
+	gs := newGitSync(ns, "pinned", r.url(), func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{Commit: pinned} })
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionStalled, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled).Reason == source.ReasonRefNotFound
+	})
+
+	clone.git("push", "-q", "origin", "HEAD:refs/heads/feature")
+	request(t, c, key, "pushed")
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.Contains(g.Status.LastAppliedRevision, pinned)
+	})
+}
