@@ -10,7 +10,9 @@ version="k8s-v1.37.2-etcd-v3.7.3-kwok-v0.7.0"
 bindir="${GITSYNC_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gitsync/testbin/$version}"
 mkdir -p "$bindir"
 
-# name|module dir|package
+# name|module dir|package. kubelet, kube-proxy, containerd, its shim, ctr and
+# pause only run on the end-to-end node (internal/testenv Options.Node) and are
+# built only when asked for.
 programs=(
   "etcd|$here|go.etcd.io/etcd/server/v3/etcdmain"
   "kube-apiserver|$here|k8s.io/kubernetes/cmd/kube-apiserver"
@@ -19,12 +21,24 @@ programs=(
   "kubectl|$here|k8s.io/kubernetes/cmd/kubectl"
   "kwok|$here/kwok|sigs.k8s.io/kwok/cmd/kwok"
   "helm|$here/helm|helm.sh/helm/v3/cmd/helm"
+  "kubelet|$here|k8s.io/kubernetes/cmd/kubelet"
+  "kube-proxy|$here|k8s.io/kubernetes/cmd/kube-proxy"
+  "containerd|$here/containerd|github.com/containerd/containerd/v2/cmd/containerd"
+  "containerd-shim-runc-v2|$here/containerd|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+  "ctr|$here/containerd|github.com/containerd/containerd/v2/cmd/ctr"
+  "pause|$here|./pause"
 )
 
+# No argument: the control plane (make test). "node": that and the node's
+# programs (make e2e). Otherwise the programs named.
+node_programs=" kubelet kube-proxy containerd containerd-shim-runc-v2 ctr pause "
 want="${*:-}"
 for entry in "${programs[@]}"; do
   IFS='|' read -r name dir pkg <<<"$entry"
-  if [[ -n "$want" && " $want " != *" $name "* ]]; then
+  if [[ -z "$want" && "$node_programs" == *" $name "* ]]; then
+    continue
+  fi
+  if [[ -n "$want" && "$want" != node && " $want " != *" $name "* ]]; then
     continue
   fi
   if [[ -x "$bindir/$name" ]]; then
@@ -37,7 +51,15 @@ for entry in "${programs[@]}"; do
   if [[ "$name" == etcd ]]; then
     pkg="go.etcd.io/etcd/server/v3"
   fi
-  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags=-s -o "$bindir/$name.tmp" "$pkg")
+  ldflags=-s
+  tags=""
+  case "$name" in
+  # The kubelet reports its version to the apiserver, which checks skew.
+  kubelet|kube-proxy) ldflags="-s -X k8s.io/component-base/version.gitVersion=v1.37.2" ;;
+  # Snapshotters needing cgo or kernel features the node does not use.
+  containerd*|ctr) tags="no_btrfs no_devmapper no_zfs" ;;
+  esac
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags="$tags" -ldflags="$ldflags" -o "$bindir/$name.tmp" "$pkg")
   mv "$bindir/$name.tmp" "$bindir/$name"
   echo "built $name in $(( $(date +%s) - start ))s" >&2
 done

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,12 @@ type Options struct {
 	// costs a few seconds of startup and some memory, so only packages that
 	// wait for workload health ask for it.
 	Workloads bool
+	// Node adds a real node instead: kube-controller-manager,
+	// kube-scheduler, containerd, kubelet and kube-proxy on this machine, so
+	// pods really run (see node.go). It needs root and changes host state,
+	// which Stop restores; one node runs per machine at a time. The
+	// apiserver then listens on the host address (NodeIP).
+	Node bool
 	// StartTimeout bounds the start of each program; zero means one minute.
 	StartTimeout time.Duration
 }
@@ -49,6 +56,7 @@ type Env struct {
 	env    *envtest.Environment
 	procs  []*process
 	apiOut *syncBuffer
+	node   *node
 }
 
 // Start starts etcd and kube-apiserver (and, with opts.Workloads, the
@@ -61,6 +69,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	names := []string{"etcd", "kube-apiserver"}
 	if opts.Workloads {
 		names = append(names, "kube-controller-manager", "kube-scheduler", "kwok")
+	}
+	if opts.Node {
+		if err := nodePreflight(); err != nil {
+			return nil, err
+		}
+		names = append(names, nodeBinaries...)
 	}
 	binDir, err := BinDir(names...)
 	if err != nil {
@@ -78,6 +92,14 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Workloads {
 		if err := e.startWorkloads(ctx, opts); err != nil {
 			_ = e.Stop()
+			return nil, err
+		}
+	}
+	if opts.Node {
+		if err := e.startNode(ctx, opts); err != nil {
+			if stopErr := e.Stop(); stopErr != nil {
+				err = fmt.Errorf("%w (and stopping: %v)", err, stopErr)
+			}
 			return nil, err
 		}
 	}
@@ -100,6 +122,11 @@ func (e *Env) startAPIServer(opts Options) error {
 		return fmt.Errorf("apiserver cert dir: %w", err)
 	}
 	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiOut, Err: apiOut, CertDir: certDir}
+	if opts.Node {
+		if err := e.configureNodeAPIServer(env.ControlPlane.APIServer, certDir); err != nil {
+			return err
+		}
+	}
 	e.apiOut = apiOut
 	cfg, err := env.Start()
 	if err != nil {
@@ -132,12 +159,18 @@ func (e *Env) startAPIServer(opts Options) error {
 
 // Stop stops every program Start started and removes their files.
 func (e *Env) Stop() error {
+	nodeErr := e.stopNode()
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		e.procs[i].stop()
 	}
 	var err error
 	if e.env != nil {
 		err = e.env.Stop()
+	}
+	if nodeErr != nil {
+		// The node's folder may still hold mounts; leave it to the next
+		// node start, which restores the machine from the saved state.
+		return errors.Join(nodeErr, err)
 	}
 	_ = os.RemoveAll(e.dir)
 	return err
