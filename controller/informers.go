@@ -45,7 +45,9 @@ func (d *driftWatcher) prepare(ctx context.Context, c cache.Cache, probe client.
 			continue
 		}
 		seen[gvk] = true
-		if probe != nil {
+		// GitSyncs are cached as the manager's options say (namespaces,
+		// shard), which the probe does not know; the agent reads them anyway.
+		if probe != nil && gvk.GroupKind() != v1.GroupVersion.WithKind("GitSync").GroupKind() {
 			err := probeRead(ctx, probe, gvk)
 			switch {
 			case err == nil:
