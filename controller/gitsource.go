@@ -12,10 +12,10 @@ import (
 )
 
 // sourceOf translates spec.source into a source.Source that reaches its
-// remote only through the egress dialer, reading credentials with the API
-// reader (the apiserver directly: Secrets are not cached, and they are read
-// only when the remote is asked for a new revision). A local repository is
-// refused unless the operator allowed local sources.
+// remote only through the egress dialer, reading credentials through the
+// agent's Secret watch (secretwatch.go) when the remote is asked for a new
+// revision. A local repository is refused unless the operator allowed local
+// sources.
 func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (source.Source, error) {
 	spec := gs.Spec.Source
 	src := source.Source{
@@ -36,7 +36,7 @@ func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (sourc
 
 // sourceAuth reads spec.source.secretRef into src.Auth.
 func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src *source.Source) error {
-	spec, reader := gs.Spec.Source, r.apiReader
+	spec, reader := gs.Spec.Source, r.secretsFor(gs)
 	if spec.SecretRef == nil {
 		return nil
 	}
@@ -62,4 +62,10 @@ func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src sou
 	}
 	r.opts.Metrics.observeFetch(client.ObjectKeyFromObject(gs), r.clock.Since(start), reason)
 	return rev, err
+}
+
+// secretsFor reads the Secrets gs names through the agent's Secret watch
+// (secretwatch.go): no request once the watch has synced.
+func (r *GitSyncReconciler) secretsFor(gs *v1.GitSync) client.Reader {
+	return secretReader{w: r.secrets, user: client.ObjectKeyFromObject(gs)}
 }

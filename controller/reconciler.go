@@ -43,6 +43,7 @@ type GitSyncReconciler struct {
 	targets   *targets
 	backoff   *backoff
 	drift     *driftWatcher
+	secrets   *secretWatch
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (informers.go).
@@ -82,6 +83,9 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 	}
 	r.probe, err = client.NewWithWatch(r.targets.local.cfg, client.Options{Scheme: mgr.GetScheme(), HTTPClient: r.targets.local.agent, Mapper: r.targets.local.mapper})
 	if err != nil {
+		return nil, err
+	}
+	if r.secrets, err = newSecretWatch(mgr, r.Trigger, r.baseContext); err != nil { // secretwatch.go
 		return nil, err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,8 +155,12 @@ func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevA
 	wasReady := before != nil && before.Status == metav1.ConditionTrue
 	switch {
 	case after.Status == metav1.ConditionFalse && (before == nil || before.Status != after.Status || before.Reason != after.Reason || before.Message != after.Message):
-		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, after.Reason, "Reconcile", "%s", after.Message)
-	case after.Status == metav1.ConditionTrue && !wasReady && before != nil:
+		typ := corev1.EventTypeWarning
+		if after.Reason == ReasonWaitingForHealth {
+			typ = corev1.EventTypeNormal // progress, not a failure (health.go)
+		}
+		r.recorder.Eventf(gs, nil, typ, after.Reason, "Reconcile", "%s", after.Message)
+	case after.Status == metav1.ConditionTrue && !wasReady && before != nil && before.Reason != ReasonWaitingForHealth:
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Recovered", "Reconcile", "%s", after.Message)
 	case after.Status == metav1.ConditionTrue && prevApplied != gs.Status.LastAppliedRevision && changeNote(out) == "":
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "RevisionApplied", "Apply", "%s", after.Message)

@@ -60,7 +60,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	defer cancel()
 	out := &outcome{}
 	refresh := st.needsResolve(gs, r.clock.Now())
-	tgt, err := r.targets.get(ctx, r.apiReader, gs, refresh)
+	tgt, err := r.targets.get(ctx, r.secretsFor(gs), gs, refresh) // gitsource.go
 	if err != nil {
 		out.err = err
 		return out

@@ -111,7 +111,7 @@ func TestTemplate(t *testing.T) {
 }
 
 // TestDefaultRulesAreLeastPrivilege reads every rule the default chart grants:
-// nothing is a wildcard, Secrets are only ever read by name, and no rule
+// nothing is a wildcard, Secrets are only read (never written), and no rule
 // reaches beyond the kinds the agent itself needs.
 func TestDefaultRulesAreLeastPrivilege(t *testing.T) {
 	allowed := map[string][]string{ // "group/resource" -> verbs at most
@@ -121,7 +121,7 @@ func TestDefaultRulesAreLeastPrivilege(t *testing.T) {
 		"/events":                         {"create", "patch"},
 		"events.k8s.io/events":            {"create", "patch"},
 		"coordination.k8s.io/leases":      {"get", "list", "watch", "create", "update", "patch", "delete"},
-		"/secrets":                        {"get"},
+		"/secrets":                        {"get", "list", "watch"}, // one field-selected watch per named Secret
 		"/serviceaccounts":                {"impersonate"},
 	}
 	for _, o := range template(t, "gs", "gitsync-system") {
@@ -291,8 +291,9 @@ func TestInstallDefaults(t *testing.T) {
 		{authz{verb: "impersonate", resource: "serviceaccounts", namespace: ns}, true},
 
 		{authz{verb: "delete", group: "gitsync.dev", resource: "gitsyncs", namespace: other}, false},
-		{authz{verb: "list", resource: "secrets", namespace: ns}, false},
-		{authz{verb: "watch", resource: "secrets", namespace: ns}, false},
+		{authz{verb: "watch", resource: "secrets", namespace: ns}, true},
+		{authz{verb: "create", resource: "secrets", namespace: ns}, false},
+		{authz{verb: "list", resource: "secrets", namespace: other}, false},
 		{authz{verb: "get", resource: "secrets", namespace: other}, false},
 		{authz{verb: "impersonate", resource: "serviceaccounts", namespace: other}, false},
 		{authz{verb: "impersonate", resource: "users"}, false},
