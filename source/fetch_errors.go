@@ -123,17 +123,15 @@ func (e *GitError) Error() string {
 	return "repository " + e.URL + " " + e.Op + ": " + e.msg
 }
 
-// Unwrap exposes the class and any context error, never the raw cause (whose
-// text may quote credentials).
-func (e *GitError) Unwrap() []error {
-	var out []error
-	if e.Class != nil {
-		out = append(out, e.Class)
-	}
-	if e.ctxErr != nil {
-		out = append(out, e.ctxErr)
-	}
-	return out
+// Unwrap exposes the class, never the raw cause (whose text may quote
+// credentials). It is a single error, not a list: a GitError is one
+// failure, not several joined.
+func (e *GitError) Unwrap() error { return e.Class }
+
+// Is keeps a context cancellation or deadline of the cause visible to
+// errors.Is.
+func (e *GitError) Is(target error) bool {
+	return e.ctxErr != nil && target == e.ctxErr
 }
 
 // reasonError is a failure this package classified where it happened: its
