@@ -39,6 +39,8 @@ type ApplyOptions struct {
 	Timeout time.Duration
 	// DryRun prints what would change, as gitsync diff does, and writes nothing.
 	DryRun bool
+	// Output is "" (lines for people), "json" or "yaml" (one list at the end).
+	Output string
 
 	Out, ErrOut io.Writer
 }
@@ -97,6 +99,7 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the applied objects are ready.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --wait waits before failing.")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Print what would change (like gitsync diff) and write nothing.")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints one list of {subject, action, ...} when done (with --dry-run, as gitsync diff -o does).")
 	return cmd
 }
 
@@ -110,6 +113,9 @@ func (o *ApplyOptions) Complete(args []string) error {
 	}
 	if o.Timeout <= 0 {
 		return errors.New("--timeout must be positive")
+	}
+	if err := validateOutput(o.Output, outputText, outputJSON, outputYAML); err != nil {
+		return err
 	}
 	return o.Prune.Validate()
 }
@@ -143,7 +149,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	res, err := engine.Run(ctx, desired.Objects, store, o.engineOptions(tgt, a, bar))
 	bar.Done() // ended by the apply already, unless the run stopped before it
 	cs := res.Changes
-	p := newPrinter(o.Out)
+	text := o.Out
+	if o.Output != outputText {
+		text = io.Discard
+	}
+	p := newPrinter(text)
 	if cs == nil { // the inventory could not be loaded or recorded: nothing was applied
 		return withExitCode(exitError, err)
 	}
@@ -161,11 +171,16 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if o.Wait && len(errs) == 0 {
-		if err := o.waitReady(ctx, tgt, cs); err != nil {
+		if err := o.waitReady(ctx, tgt, cs, text); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	p.Printf("%s\n", cs.Summary())
+	if o.Output != outputText {
+		if err := writeStructured(o.Out, o.Output, applyItems(cs, res.Pruned)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return withExitCode(exitFailure, errors.Join(errs...))
 }
 
@@ -177,7 +192,7 @@ func (o *ApplyOptions) dryRun(ctx context.Context, tgt *Target, desired *Desired
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
-	d := &DiffOptions{Out: o.Out, ErrOut: o.ErrOut}
+	d := &DiffOptions{Out: o.Out, ErrOut: o.ErrOut, Output: o.Output}
 	if err := d.print(rep); err != nil {
 		return withExitCode(exitError, err)
 	}
@@ -289,7 +304,7 @@ func printPruned(p *printer, cs *apply.ChangeSet, res *inventory.PruneResult) {
 }
 
 // waitReady waits for every applied object to become ready.
-func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.ChangeSet) error {
+func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.ChangeSet, out io.Writer) error {
 	var ids []inventory.ObjectID
 	for _, e := range cs.Entries {
 		switch e.Action {
@@ -303,7 +318,7 @@ func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.Cha
 	if err != nil {
 		return fmt.Errorf("wait: %w", err)
 	}
-	fmt.Fprintf(o.Out, "%d objects ready\n", len(ids))
+	fmt.Fprintf(out, "%d objects ready\n", len(ids))
 	return nil
 }
 

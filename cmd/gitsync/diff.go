@@ -27,7 +27,7 @@ type DiffOptions struct {
 	// GitSync ("NAMESPACE/NAME") previews what the agent would do for that
 	// GitSync: its path, target namespace, identity, owner and prunes.
 	GitSync string
-	// Output is "" (text) or "json".
+	// Output is "" (text), "json" or "yaml".
 	Output string
 	// Verbose also lists unchanged objects and prunes that are held back.
 	Verbose bool
@@ -96,7 +96,10 @@ would fail).`,
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync whose inventory (from \"gitsync apply --name\") previews prunes.")
 	cmd.Flags().StringVar(&o.GitSync, "gitsync", "", "Preview what the agent would do for the GitSync NAMESPACE/NAME: its path, targetNamespace, ServiceAccount and prunes; DIR is a checkout of its repository (default: its source at its spec).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json prints a list of {subject, action, diff}.")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints a list of {subject, action, diff}.")
+	_ = cmd.RegisterFlagCompletionFunc("gitsync", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return gitSyncNames(cmd.Context(), kube, toComplete, true), cobra.ShellCompDirectiveNoFileComp
+	})
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "Also list unchanged objects and prunes that would be held back.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Preview an apply --force: take fields owned by other managers, recreate objects whose immutable fields changed.")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Re-run the diff whenever a file under the directory changes (local directories only).")
@@ -115,7 +118,7 @@ func (o *DiffOptions) Complete(args []string) error {
 	} else if err := o.Source.Complete(args); err != nil {
 		return err
 	}
-	if err := validateOutput(o.Output, outputText, outputJSON); err != nil {
+	if err := validateOutput(o.Output, outputText, outputJSON, outputYAML); err != nil {
 		return err
 	}
 	if o.Watch && o.Source.URL != "" {
@@ -370,8 +373,8 @@ func (o *DiffOptions) print(rep *diffReport) error {
 		}
 		shown = append(shown, e)
 	}
-	if o.Output == outputJSON {
-		return writeJSON(o.Out, shown)
+	if o.Output != outputText {
+		return writeStructured(o.Out, o.Output, shown)
 	}
 	p := newPrinter(o.Out)
 	for _, e := range shown {

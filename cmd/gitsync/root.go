@@ -32,6 +32,12 @@ gitsync apply, gitsync status).`,
 	cmd.AddCommand(NewApplyCmd(kube))
 	cmd.AddCommand(NewStatusCmd(kube))
 	cmd.AddCommand(NewRunCmd(kube))
+	cmd.AddCommand(NewReconcileCmd(kube))
+	cmd.AddCommand(NewSuspendCmd(kube))
+	cmd.AddCommand(NewResumeCmd(kube))
+	cmd.AddCommand(NewTreeCmd(kube))
+	cmd.AddCommand(NewEventsCmd(kube))
+	registerKubeCompletions(cmd, kube)
 	cmd.AddCommand(NewVersionCmd())
 	return cmd
 }

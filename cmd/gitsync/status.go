@@ -53,7 +53,8 @@ Without NAME every GitSync of the namespace is listed; -A lists all namespaces.`
 
   # Show one GitSync in full, as YAML
   gitsync status web -n prod -o yaml`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeGitSyncs(kube),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out, o.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if len(args) == 1 {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// SuspendOptions are the inputs of gitsync suspend and gitsync resume.
+type SuspendOptions struct {
+	Target TargetOptions
+	// Name is the GitSync, in the target namespace.
+	Name string
+	// Suspend is the value spec.suspend gets.
+	Suspend bool
+
+	Out io.Writer
+}
+
+// NewSuspendCmd returns the suspend command.
+func NewSuspendCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	return newSuspendCmd(kube, true, &cobra.Command{
+		Use:   "suspend NAME",
+		Short: "Stop the agent from syncing a GitSync",
+		Long: `Stop the agent from syncing a GitSync: spec.suspend is set, so nothing is
+applied, pruned or repaired until gitsync resume. The objects stay as they are.`,
+		Example: `  # Hold web in prod while debugging by hand
+  gitsync suspend web -n prod`,
+	})
+}
+
+// NewResumeCmd returns the resume command.
+func NewResumeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	return newSuspendCmd(kube, false, &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Let the agent sync a suspended GitSync again",
+		Long: `Let the agent sync a suspended GitSync again: spec.suspend is cleared, and
+the agent syncs it at once (a spec change starts a reconcile).`,
+		Example: `  # Resume web in prod, then wait for the outcome
+  gitsync resume web -n prod && gitsync reconcile web -n prod --wait`,
+	})
+}
+
+func newSuspendCmd(kube *genericclioptions.ConfigFlags, suspend bool, cmd *cobra.Command) *cobra.Command {
+	o := &SuspendOptions{Target: TargetOptions{Flags: kube}, Suspend: suspend}
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.ValidArgsFunction = completeGitSyncs(kube)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		o.Out, o.Name = cmd.OutOrStdout(), args[0]
+		return o.Run(cmd.Context())
+	}
+	return cmd
+}
+
+// Run sets spec.suspend.
+func (o *SuspendOptions) Run(ctx context.Context) error {
+	tgt, err := o.Target.Connect()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	key := client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name}
+	if _, err := getGitSync(ctx, tgt.Client, key); err != nil {
+		return withExitCode(exitError, err)
+	}
+	if err := patchGitSync(ctx, tgt.Client, key, fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend)); err != nil {
+		return withExitCode(exitError, err)
+	}
+	verb := "resumed"
+	if o.Suspend {
+		verb = "suspended"
+	}
+	fmt.Fprintf(o.Out, "GitSync/%s/%s %s\n", key.Namespace, key.Name, verb)
+	return nil
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/inventory"
+)
+
+// TreeOptions are the inputs of gitsync tree.
+type TreeOptions struct {
+	Target TargetOptions
+	// Name is the GitSync, in the target namespace.
+	Name string
+	// Output is "" (table), "json" or "yaml".
+	Output string
+
+	Out io.Writer
+}
+
+// treeEntry is one object of a GitSync's inventory with its health.
+type treeEntry struct {
+	Subject string `json:"subject"`
+	// Status is the kstatus status: Current, InProgress, Failed,
+	// Terminating, NotFound or Unknown.
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	// Pending marks an object recorded before it was applied (a sync in
+	// progress or interrupted).
+	Pending bool `json:"pending,omitempty"`
+}
+
+// NewTreeCmd returns the tree command.
+func NewTreeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &TreeOptions{Target: TargetOptions{Flags: kube}}
+	cmd := &cobra.Command{
+		Use:   "tree NAME",
+		Short: "List the objects a GitSync manages, with their health",
+		Long: `List the objects a GitSync manages (its status inventory), each with its
+health as the agent's wait judges it (kstatus: Current, InProgress, Failed,
+Terminating, NotFound, Unknown) and kstatus' message.`,
+		Example: `  # What web in prod manages, and whether each object is ready
+  gitsync tree web -n prod
+
+  # The same, machine-readable
+  gitsync tree web -n prod -o json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeGitSyncs(kube),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.Name = cmd.OutOrStdout(), args[0]
+			if err := validateOutput(o.Output, outputText, outputJSON, outputYAML); err != nil {
+				return withExitCode(exitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml.")
+	return cmd
+}
+
+// Run reads the inventory and the health of each object.
+func (o *TreeOptions) Run(ctx context.Context) error {
+	tgt, err := o.Target.Connect()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	gs, err := getGitSync(ctx, tgt.Client, client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name})
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	inv, err := inventory.FromGitSyncStatus(gs)
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	entries := make([]treeEntry, 0, inv.Len())
+	for _, e := range inv.Entries {
+		entries = append(entries, treeEntryOf(ctx, tgt, e))
+	}
+	if o.Output != outputText {
+		return writeStructured(o.Out, o.Output, entries)
+	}
+	fmt.Fprintf(o.Out, "GitSync/%s/%s at %s\n", gs.Namespace, gs.Name, orNone(gs.Status.LastAppliedRevision))
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "OBJECT\tSTATUS\tMESSAGE")
+	for _, e := range entries {
+		status := e.Status
+		if e.Pending {
+			status += " (pending)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", e.Subject, status, e.Message)
+	}
+	return w.Flush()
+}
+
+// treeEntryOf reads one inventory object and checks its health. A read
+// that fails is Unknown with the reason; the object may belong to a kind
+// no longer served.
+func treeEntryOf(ctx context.Context, tgt *Target, e inventory.Entry) treeEntry {
+	te := treeEntry{Subject: e.ID.String(), Pending: e.Pending}
+	gv := schema.GroupVersion{Group: e.ID.Group, Version: e.Version}
+	if gv.Version == "" {
+		m, err := tgt.Mapper.RESTMapping(e.ID.GroupKind())
+		if err != nil {
+			te.Status, te.Message = string(health.Unknown), err.Error()
+			return te
+		}
+		gv = m.GroupVersionKind.GroupVersion()
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gv.WithKind(e.ID.Kind))
+	err := tgt.Client.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		te.Status = string(health.NotFound)
+		return te
+	case err != nil:
+		te.Status, te.Message = string(health.Unknown), err.Error()
+		return te
+	}
+	res, err := health.Check(obj)
+	te.Status, te.Message = string(res.Status), res.Message
+	if err != nil {
+		te.Message = err.Error()
+	}
+	return te
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(nothing applied yet)"
+	}
+	return s
+}
