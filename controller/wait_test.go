@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -174,6 +175,25 @@ func TestWaitPreemptedByNewRevision(t *testing.T) {
 	markAvailable(t, c, ns, "web")
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		return strings.Contains(g.Status.LastAppliedRevision, commitB)
+	})
+	// Waiting is progress: its events are Normal, and the end of the wait
+	// says which revision is now applied.
+	eventually(t, "a RevisionApplied event", func(ctx context.Context) (bool, error) {
+		evs := &eventsv1.EventList{}
+		if err := c.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		applied := false
+		for _, e := range evs.Items {
+			if e.Regarding.Name != key.Name {
+				continue
+			}
+			if e.Type == corev1.EventTypeWarning {
+				t.Fatalf("Warning event %s: %s", e.Reason, e.Note)
+			}
+			applied = applied || (e.Reason == "RevisionApplied" && strings.Contains(e.Note, commitB))
+		}
+		return applied, nil
 	})
 }
 
