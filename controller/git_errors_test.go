@@ -47,7 +47,7 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 		reason string
 		words  []string
 		// fix repairs the mistake the way a user would: a spec change or a
-		// Secret update (with a requested-at nudge, see below).
+		// Secret update, and nothing else.
 		fix func(t *testing.T, gs *v1.GitSync)
 	}
 	fixSecret := func(t *testing.T, gs *v1.GitSync) {
@@ -60,9 +60,7 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 		if err := c.Update(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
-		// TODO(H3b's Secret watch): a Secret change requeues the GitSyncs
-		// naming it; until that lands the user's nudge stands in.
-		request(t, c, client.ObjectKeyFromObject(gs), "secret-fixed")
+		// No nudge: the Secret watch requeues the GitSyncs naming it.
 	}
 	fixSpec := func(mutate func(*v1.GitSync)) func(t *testing.T, gs *v1.GitSync) {
 		return func(t *testing.T, gs *v1.GitSync) {
