@@ -77,7 +77,7 @@ func (c *cluster) createGitSync(ctx context.Context, url string) error {
 			ObjectMeta: metav1.ObjectMeta{Name: "guestbook", Namespace: demoNamespace},
 			Spec: gitsyncv1.GitSyncSpec{
 				Source:          gitsyncv1.GitSource{URL: url, Ref: gitsyncv1.GitRef{Branch: "main"}},
-				Interval:        metav1.Duration{Duration: time.Hour},
+				Interval:        metav1.Duration{Duration: time.Minute},
 				Prune:           true,
 				Wait:            true,
 				TargetNamespace: demoNamespace,

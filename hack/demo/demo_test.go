@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"gitsync.dev/gitsync/internal/testenv"
 )
 
@@ -32,7 +34,10 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, demo, "up", "--dir", dir, "--gitsync", gitsync, "--example", "../../examples/guestbook").CombinedOutput()
+	gitAddr := freeAddrT(t)
+	upArgs := []string{"up", "--dir", dir, "--gitsync", gitsync, "--example", "../../examples/guestbook",
+		"--examples", "../../examples", "--git-addr", gitAddr}
+	out, err := exec.CommandContext(ctx, demo, upArgs...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo up: %v\n%s", err, out)
 	}
@@ -42,6 +47,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		"frontend has 3 available replicas",
 		"pruned Service/demo/redis-follower",
 		"make demo-down",
+		changeMarker, "git push", "reconcile guestbook", webhookMarker, "apply -k examples/gitsyncs-local",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
@@ -50,6 +56,51 @@ func TestDemoEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "kubeconfig")); err != nil {
 		t.Errorf("demo left no kubeconfig: %v", err)
 	}
+
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	t.Run("the closing instructions change the cluster", func(t *testing.T) {
+		// Run what the demo told us to type: the edit, commit and push, then
+		// the webhook (the poll would take a minute, reconcile is another
+		// command's test).
+		script := block(t, string(out), changeMarker+":") + "\n" + block(t, string(out), webhookMarker)
+		sh := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+		sh.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		got, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the printed commands failed: %v\n%s\n--- script ---\n%s", err, got, script)
+		}
+		if !strings.Contains(string(got), "202") {
+			t.Errorf("the printed webhook was not accepted (want 202):\n%s", got)
+		}
+		waitKubectl(t, ctx, kubeconfig, "1", "-n", "demo", "get", "deployment", "frontend", "-o", "jsonpath={.status.availableReplicas}")
+	})
+	t.Run("a second up keeps your commit", func(t *testing.T) {
+		got, err := exec.CommandContext(ctx, demo, upArgs...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("demo up over a work copy with a commit of ours succeeded:\n%s", got)
+		}
+		for _, want := range []string{"commits the demo did not make", "Scale frontend to 1", "--force"} {
+			if !strings.Contains(string(got), want) {
+				t.Errorf("refusal lacks %q:\n%s", want, got)
+			}
+		}
+	})
+	t.Run("every example GitSync works against the demo", func(t *testing.T) {
+		kubectl := filepath.Join(binDir(t), "kubectl")
+		manifests, err := exec.CommandContext(ctx, kubectl, "kustomize", "../../examples/gitsyncs-local").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-")
+		apply.Stdin = strings.NewReader(strings.ReplaceAll(string(manifests), defaultGitAddr, gitAddr))
+		if got, err := apply.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, got)
+		}
+		want := strings.Join([]string{"demo/guestbook=True", "gitsync-system/platform=True", "greetings/greetings=True",
+			"guestbook/guestbook=True", "hello-dev/hello=True", "hello-prod/hello=True", "team-a/app=True"}, " ")
+		waitKubectl(t, ctx, kubeconfig, want, "get", "gitsync", "-A", "-o",
+			`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status} {end}`)
+	})
 
 	pids := map[string]int{}
 	for _, name := range []string{"control-plane", "gitsync"} {
@@ -77,4 +128,56 @@ func build(t *testing.T, out, pkg string) {
 	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
+}
+
+// block returns the lines after the line holding marker, up to the first
+// line that is blank or a comment, without their indentation.
+func block(t *testing.T, out, marker string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, marker)
+	if !ok {
+		t.Fatalf("output lacks %q:\n%s", marker, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(rest, "\n")[1:] {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			break
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitKubectl runs kubectl with args until its output, trimmed, is want.
+func waitKubectl(t *testing.T, ctx context.Context, kubeconfig, want string, args ...string) {
+	t.Helper()
+	kubectl := filepath.Join(binDir(t), "kubectl")
+	var got string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		b, _ := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).Output()
+		got = strings.TrimSpace(string(b))
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl %s: got %q, want %q", strings.Join(args, " "), got, want)
+	}
+}
+
+func binDir(t *testing.T) string {
+	t.Helper()
+	d, err := testenv.BinDir("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func freeAddrT(t *testing.T) string {
+	t.Helper()
+	a, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

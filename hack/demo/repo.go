@@ -30,7 +30,7 @@ func newRepo(dir, gitURL, name, src string) (*repo, error) {
 	if err := git("", "init", "-q", "--bare", "-b", "main", bare); err != nil {
 		return nil, err
 	}
-	if err := git("", "init", "-q", "-b", "main", work); err != nil {
+	if err := initWork(work); err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(src)
@@ -54,7 +54,25 @@ func newRepo(dir, gitURL, name, src string) (*repo, error) {
 	if err := git(work, "remote", "add", "origin", bare); err != nil {
 		return nil, err
 	}
-	return r, r.commit("Add the guestbook")
+	if err := r.commit("Add the guestbook"); err != nil {
+		return nil, err
+	}
+	// a plain `git push` in the work copy, as the closing instructions say
+	return r, git(work, "branch", "-q", "--set-upstream-to", "origin/main")
+}
+
+// initWork makes a work copy in which a person can commit without any Git
+// configuration of their own.
+func initWork(work string) error {
+	if err := git("", "init", "-q", "-b", "main", work); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"user.name", "gitsync demo"}, {"user.email", "demo@gitsync.invalid"}} {
+		if err := git(work, "config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // edit replaces old with new in file, commits and pushes.

@@ -26,7 +26,7 @@ type state struct {
 // serve runs in the background: the control plane (etcd, kube-apiserver,
 // controller-manager, scheduler, kwok) and a smart-HTTP Git server on loopback,
 // until it is signalled.
-func serve(ctx context.Context, dir string) error {
+func serve(ctx context.Context, dir, gitAddr string) error {
 	env, err := testenv.Start(ctx, testenv.Options{Workloads: true, StartTimeout: 3 * time.Minute})
 	if err != nil {
 		return err
@@ -42,7 +42,7 @@ func serve(ctx context.Context, dir string) error {
 		return err
 	}
 
-	gitURL, srv, err := serveGit(filepath.Join(dir, "git"))
+	gitURL, srv, err := serveGit(filepath.Join(dir, "git"), gitAddr)
 	if err != nil {
 		return err
 	}
@@ -58,9 +58,9 @@ func serve(ctx context.Context, dir string) error {
 	return nil
 }
 
-// serveGit serves the bare repositories under root read-only over smart HTTP
-// (git http-backend behind net/http/cgi) on a free loopback port.
-func serveGit(root string) (string, *http.Server, error) {
+// serveGit serves the bare repositories under root over smart HTTP (git
+// http-backend behind net/http/cgi) on addr.
+func serveGit(root, addr string) (string, *http.Server, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", nil, err
 	}
@@ -74,9 +74,9 @@ func serveGit(root string) (string, *http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/git/", http.StripPrefix("/git", backend))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("Git server: %w (is another demo running? pick another address with --git-addr)", err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -21,6 +21,11 @@ const webhookSecret = "demo-webhook-secret"
 
 func up(ctx context.Context, cfg config) error {
 	dir, bin := cfg.dir, cfg.gitsync
+	if !cfg.force {
+		if err := checkWorkCopy(filepath.Join(dir, "work", "guestbook")); err != nil { // guard.go
+			return err
+		}
+	}
 	if err := down(dir); err != nil {
 		return err
 	}
@@ -34,7 +39,7 @@ func up(ctx context.Context, cfg config) error {
 	kubectl := filepath.Join(binDir, "kubectl")
 
 	say("starting a local control plane: etcd, kube-apiserver, controller-manager, scheduler, and kwok faking one Node")
-	st, err := startControlPlane(ctx, dir)
+	st, err := startControlPlane(ctx, dir, cfg.gitAddr)
 	if err != nil {
 		return err
 	}
@@ -46,6 +51,11 @@ func up(ctx context.Context, cfg config) error {
 		return err
 	}
 	say("repository %s at commit %s", repo.url, short(repo.head))
+	examples, err := newExamplesRepo(dir, st.GitURL, cfg.examples)
+	if err != nil {
+		return err
+	}
+	say("serving every example as %s (examples/ inside; examples/gitsyncs-local points GitSyncs at it)", examples.url)
 
 	hookAddr, err := freeAddr()
 	if err != nil {
@@ -71,7 +81,7 @@ func up(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	say("creating GitSync %s/guestbook pointing at branch main (poll interval 1h: changes below arrive by webhook)", demoNamespace)
+	say("creating GitSync %s/guestbook pointing at branch main (it polls every minute; the changes below arrive at once by webhook)", demoNamespace)
 	if err := c.createGitSync(ctx, repo.url); err != nil {
 		return withLog(dir, err)
 	}
@@ -112,24 +122,21 @@ func up(ctx context.Context, cfg config) error {
 	run(kubectl, "--kubeconfig", st.Kubeconfig, "get", "services", "-n", demoNamespace)
 	run(bin, "status", "--kubeconfig", st.Kubeconfig, "-n", demoNamespace)
 
-	fmt.Printf(`
-Everything is still running. Try:
-  kubectl --kubeconfig %[1]s get all -n %[2]s
-  %[5]s diff --kubeconfig %[1]s -n %[2]s %[3]s
-  git -C %[3]s log --oneline
-Logs: %[4]s/*.log.  Stop it all with: make demo-down
-`, st.Kubeconfig, demoNamespace, repo.work, dir, bin)
+	if err := recordDemoHead(repo); err != nil { // guard.go: the next run keeps your commits
+		return err
+	}
+	printNext(os.Stdout, next{kubeconfig: st.Kubeconfig, bin: bin, dir: dir, hookAddr: hookAddr, repo: repo, examplesURL: examples.url})
 	return nil
 }
 
 // startControlPlane starts `demo serve` in the background and waits until it
 // has written its state file.
-func startControlPlane(ctx context.Context, dir string) (*state, error) {
+func startControlPlane(ctx context.Context, dir, gitAddr string) (*state, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	pid, err := startBackground(dir, "control-plane", self, "serve", "--dir", dir)
+	pid, err := startBackground(dir, "control-plane", self, "serve", "--dir", dir, "--git-addr", gitAddr)
 	if err != nil {
 		return nil, err
 	}
