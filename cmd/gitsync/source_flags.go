@@ -287,7 +287,7 @@ func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*D
 	if src.Ref == (source.Ref{}) {
 		// No ref flag: follow what `git clone` would check out.
 		if src.Ref.Branch, err = f.DefaultBranch(ctx, src); err != nil {
-			return nil, err
+			return nil, withCredentialsHint(err)
 		}
 	}
 	if err := src.Validate(); err != nil {
@@ -295,7 +295,7 @@ func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*D
 	}
 	rev, err := f.Resolve(ctx, src)
 	if err != nil {
-		return nil, err
+		return nil, withCredentialsHint(err)
 	}
 	checkout, err := f.Checkout(ctx, src, rev)
 	if err != nil {
@@ -310,4 +310,15 @@ func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*D
 		return nil, fmt.Errorf("render %s at %s: %w", source.RedactURL(src.URL), rev, err)
 	}
 	return &Desired{Objects: r.Objects, Revision: rev.String()}, nil
+}
+
+// withCredentialsHint says how to give the CLI credentials when a remote
+// asked for some and none were sent; other errors pass unchanged (the
+// source's message already says what happened).
+func withCredentialsHint(err error) error {
+	if source.Reason(err) != source.ReasonAuthenticationRequired {
+		return err
+	}
+	return fmt.Errorf("%w; give credentials with $%s and $%s, or $%s (https), or --ssh-key (ssh)",
+		err, gitEnvUsername, gitEnvPassword, gitEnvToken)
 }
