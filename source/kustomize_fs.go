@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -269,3 +270,97 @@ func (c *confinedFS) Walk(path string, walkFn filepath.WalkFunc) error {
 
 // ensure *os.File satisfies filesys.File, which Open returns.
 var _ filesys.File = (*os.File)(nil)
+
+// maxOverlayDirs bounds the kustomizations OverlayRoot reads.
+const maxOverlayDirs = 256
+
+// OverlayRoot returns the directory a render of the local directory dir
+// must be confined to for kustomize's own rule to hold: the kustomization
+// directories dir names by relative path (its bases and components,
+// transitively) may sit outside dir, files may not. It is dir itself, or the
+// nearest directory above it that holds dir and every such base. Paths are
+// taken lexically: a base reached through a symlink does not widen the root,
+// so the symlink is refused as leaving it, and kustomize's root-only loading
+// still refuses a file outside its kustomization's directory. Remote and
+// unreadable references are left for the render to report.
+func OverlayRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Clean(abs)
+	seen := map[string]bool{}
+	queue := []string{root}
+	for len(queue) > 0 && len(seen) < maxOverlayDirs {
+		d := queue[0]
+		queue = queue[1:]
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		for _, base := range kustomizationDirs(d) {
+			root = commonDir(root, base)
+			queue = append(queue, base)
+		}
+	}
+	return root, nil
+}
+
+// kustomizationDirs returns the local directories the kustomization in d
+// names as resources, bases or components; none when d holds none.
+func kustomizationDirs(d string) []string {
+	var data []byte
+	for _, name := range kustomizationFileNames {
+		b, err := readSmallFile(filepath.Join(d, name))
+		if err == nil {
+			data = b
+			break
+		}
+	}
+	if data == nil {
+		return nil
+	}
+	var k types.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return nil
+	}
+	k.FixKustomization()
+	var out []string
+	for _, e := range append(k.Resources, k.Components...) {
+		if looksRemote(e) || filepath.IsAbs(e) {
+			continue
+		}
+		p := filepath.Join(d, filepath.FromSlash(e))
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readSmallFile reads a regular file of at most DefaultRenderOptions'
+// per-file cap.
+func readSmallFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > DefaultRenderOptions().MaxFileBytes {
+		return nil, errors.New("not a small regular file")
+	}
+	return os.ReadFile(path)
+}
+
+// commonDir is the nearest directory holding both a and b (absolute, clean).
+func commonDir(a, b string) string {
+	for {
+		if rel, err := filepath.Rel(a, b); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return a
+		}
+		parent := filepath.Dir(a)
+		if parent == a {
+			return a
+		}
+		a = parent
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +27,10 @@ type SourceOptions struct {
 	Branch, Tag, Semver, Commit string
 	// Path is the directory inside the repository (or inside Dir) to render.
 	Path string
+	// Root confines a local render: nothing is read from outside it. Empty
+	// means Dir's Git work tree, else the nearest directory holding Dir and
+	// the kustomize bases it names (kustomize's own rule).
+	Root string
 	// SSHKeyFile, KnownHostsFile and CAFile are credentials of URL that are
 	// files; secrets that are strings come from the environment only (see
 	// gitEnv*), so they stay out of shell history and process listings.
@@ -53,6 +56,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Semver, "semver", "", "Semver range; reads the highest tag of --url that satisfies it, e.g. \"~1.4\".")
 	fs.StringVar(&o.Commit, "commit", "", "Full 40-hex commit of --url to read.")
 	fs.StringVar(&o.Path, "path", "", "Directory inside the repository (or the local directory) to render; plain YAML or kustomize.")
+	fs.StringVar(&o.Root, "root", "", "Directory nothing of a local render may be read from outside of (default: the Git work tree holding DIR, else DIR and the kustomize bases it names).")
 	fs.StringVar(&o.SSHKeyFile, "ssh-key", "", "Private key file for ssh:// and git@host: URLs (passphrase from $"+gitEnvSSHPassphrase+").")
 	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
@@ -134,6 +138,8 @@ func (o *SourceOptions) Complete(args []string) error {
 		return errors.New("give at most one of --branch, --tag, --semver and --commit")
 	case o.URL == "" && (o.SSHKeyFile != "" || o.KnownHostsFile != "" || o.CAFile != ""):
 		return errors.New("--ssh-key, --known-hosts and --ca-file need --url")
+	case o.URL != "" && o.Root != "":
+		return errors.New("--root confines a local directory; a repository's root is its checkout")
 	}
 	return nil
 }
@@ -182,35 +188,27 @@ func (o *SourceOptions) Render(ctx context.Context) (*Desired, error) {
 	return o.renderLocal(ctx)
 }
 
-// renderLocal renders Dir as it is on disk. When Dir lies inside a Git work
-// tree the work tree's top is the root, so kustomize bases elsewhere in the
-// repository resolve as they will for the agent; outside one, the current
-// directory is the root when Dir lies below it (`gitsync diff overlays/prod`
-// run beside base/), else Dir itself.
+// renderLocal renders Dir as it is on disk, confined to a root: --root when
+// given; else, when Dir lies inside a Git work tree, the work tree's top, so
+// kustomize bases elsewhere in the repository resolve as they will for the
+// agent; else the nearest directory holding Dir and the kustomize bases it
+// names, as `kustomize build DIR` allows (bases may sit outside Dir, files
+// may not). Symlinks leaving the root are refused.
 func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
-	dir, err := filepath.Abs(o.Dir)
-	if err == nil {
-		dir, err = filepath.EvalSymlinks(dir)
-	}
+	dir, err := realDir(o.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
+		return nil, err
 	}
-	if fi, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("directory %s: not a directory", o.Dir)
+	root, rel, err := o.localRoot(dir)
+	if err != nil {
+		return nil, err
 	}
-	root, rel := dir, "."
 	if o.Path != "" {
-		rel = o.Path
-	} else if top := renderRoot(dir); top != "" {
-		if r, err := filepath.Rel(top, dir); err == nil {
-			root, rel = top, r
-		}
+		rel = filepath.Join(rel, filepath.FromSlash(o.Path))
 	}
 	r, err := source.Render(ctx, root, rel, o.renderOptions())
 	if errors.Is(err, source.ErrOutsideRoot) {
-		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s: run from the repository's top directory, or inside its Git work tree)", o.Dir, err, root)
+		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s; --root sets that directory)", o.Dir, err, root)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", o.Dir, err)
@@ -218,24 +216,43 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	return &Desired{Objects: r.Objects, Revision: o.Dir}, nil
 }
 
-// renderRoot returns the directory nothing may be read from outside of when
-// rendering dir: its Git work tree's top, else the current directory if it
-// holds dir, else "" (dir itself).
-func renderRoot(dir string) string {
-	if top := workTreeTop(dir); top != "" {
-		return top
-	}
-	wd, err := os.Getwd()
+// realDir is the absolute, symlink-free path of the directory d.
+func realDir(d string) (string, error) {
+	dir, err := filepath.Abs(d)
 	if err == nil {
-		wd, err = filepath.EvalSymlinks(wd)
+		dir, err = filepath.EvalSymlinks(dir)
 	}
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("directory %s: %w", d, err)
 	}
-	if r, err := filepath.Rel(wd, dir); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		return wd
+	if fi, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("directory %s: %w", d, err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("directory %s: not a directory", d)
 	}
-	return ""
+	return dir, nil
+}
+
+// localRoot returns the confinement root of the real directory dir and
+// dir's path relative to it.
+func (o *SourceOptions) localRoot(dir string) (root, rel string, err error) {
+	switch {
+	case o.Root != "":
+		if root, err = realDir(o.Root); err != nil {
+			return "", "", fmt.Errorf("--root: %w", err)
+		}
+	case workTreeTop(dir) != "":
+		root = workTreeTop(dir)
+	default:
+		if root, err = source.OverlayRoot(dir); err != nil {
+			return "", "", fmt.Errorf("directory %s: %w", o.Dir, err)
+		}
+	}
+	rel, err = filepath.Rel(root, dir)
+	if err != nil || (rel != "." && !filepath.IsLocal(rel)) {
+		return "", "", fmt.Errorf("directory %s lies outside --root %s", o.Dir, o.Root)
+	}
+	return root, rel, nil
 }
 
 // workTreeTop returns the nearest directory at or above dir holding ".git",
