@@ -11,10 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap/zapcore"
-	"golang.org/x/term"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -59,7 +55,8 @@ type RunOptions struct {
 	// cluster's GitSyncs; each shard elects its own leader.
 	Shard string
 	// MetricsAddr, HealthAddr and WebhookAddr are listen addresses; "0"
-	// (or "" for the webhook) turns the listener off.
+	// turns a listener off. Unset, they bind to loopback on a laptop and to
+	// every interface in a cluster (run_listen.go).
 	MetricsAddr, HealthAddr, WebhookAddr string
 	// InstallCRDs applies the GitSync CRD at start, for laptops and demos;
 	// in a cluster the Helm chart installs it.
@@ -114,6 +111,9 @@ as soon as a managed object changes, and reports status only when it changes.`,
 			if !cmd.Flags().Changed("leader-elect") {
 				o.LeaderElect = inCluster()
 			}
+			if inCluster() {
+				o.listenInCluster(cmd.Flags()) // run_listen.go
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -123,9 +123,9 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.IntVar(&o.Concurrent, "concurrent", 4, "How many GitSyncs to reconcile in parallel.")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", "", "Only reconcile GitSyncs in this namespace (default: all).")
 	fs.StringVar(&o.Shard, "shard", "", "Only reconcile GitSyncs matching this label selector, e.g. gitsync.dev/shard=a.")
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `Address of the Prometheus /metrics endpoint ("0" disables it).`)
-	fs.StringVar(&o.HealthAddr, "health-addr", ":8081", `Address of /healthz and /readyz ("0" disables them).`)
-	fs.StringVar(&o.WebhookAddr, "webhook-addr", ":9292", `Address of the Git webhook receiver ("" disables it).`)
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", defaultListen(metricsPort, false), `Address of the Prometheus /metrics endpoint; "0" disables it (default in a cluster: ":8080").`)
+	fs.StringVar(&o.HealthAddr, "health-addr", defaultListen(healthPort, false), `Address of /healthz and /readyz; "0" disables them (default in a cluster: ":8081").`)
+	fs.StringVar(&o.WebhookAddr, "webhook-addr", defaultListen(webhookPort, false), `Address of the Git webhook receiver; "0" disables it (default in a cluster: ":9292").`)
 	fs.BoolVar(&o.InstallCRDs, "install-crds", false, "Apply the GitSync CustomResourceDefinition before starting.")
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "Directory for Git object stores and checkouts (default: a gitsync directory in the user cache dir).")
 	fs.Float64Var(&o.PruneMaxShare, "prune-max-share", controller.DefaultOptions().PruneMaxShare, "Refuse to prune more than this share (0..1] of a GitSync's objects at once, counted above ten objects; 0 disables. A GitSync's gitsync.dev/prune-max-share annotation overrides it.")
@@ -220,7 +220,7 @@ func (o *RunOptions) newManager(cfg *rest.Config, scheme *runtime.Scheme) (manag
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(byObject),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: bindOrOff(o.MetricsAddr)},
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              id,
@@ -230,7 +230,7 @@ func (o *RunOptions) newManager(cfg *rest.Config, scheme *runtime.Scheme) (manag
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	if o.HealthAddr != "0" && o.HealthAddr != "" {
+	if !listenerOff(o.HealthAddr) {
 		err = errors.Join(
 			mgr.AddHealthzCheck("ping", healthz.Ping),
 			mgr.AddReadyzCheck("cache", func(req *http.Request) error {
@@ -294,27 +294,6 @@ func inCluster() bool {
 	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
 }
 
-// newLogger returns zap through controller-runtime: JSON for log
-// collectors, console for people.
-func newLogger(format string, verbose bool) (logr.Logger, error) {
-	opts := []zap.Opts{zap.WriteTo(os.Stderr), zap.JSONEncoder()}
-	switch format {
-	case "json":
-	case "console":
-		opts = append(opts, zap.ConsoleEncoder())
-	case "auto", "":
-		if term.IsTerminal(int(os.Stderr.Fd())) {
-			opts = append(opts, zap.ConsoleEncoder())
-		}
-	default:
-		return logr.Logger{}, fmt.Errorf("--log-format %q: want json, console or auto", format)
-	}
-	if verbose {
-		opts = append(opts, zap.Level(zapcore.DebugLevel))
-	}
-	return zap.New(opts...), nil
-}
-
 // installCRD server-side applies the embedded GitSync CRD and waits until
 // it is Established.
 func installCRD(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
@@ -354,7 +333,7 @@ func installCRD(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) e
 // enqueues the GitSync directly; a replica that is not leading annotates it
 // with controller.RequestedAtAnnotation, which the leader's watch sees.
 func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReconciler) error {
-	if o.WebhookAddr == "" || o.WebhookAddr == "0" {
+	if listenerOff(o.WebhookAddr) {
 		return nil
 	}
 	ropts := source.DefaultReceiverOptions()
