@@ -149,8 +149,9 @@ type GitSource struct {
 	Path string `json:"path,omitempty"`
 
 	// SecretRef names a Secret in the GitSync's namespace with Git
-	// credentials: username/password, bearerToken, identity/known_hosts
-	// (ssh), caFile.
+	// credentials under these keys: username and password, or bearerToken
+	// (https); identity, passphrase (when the key is encrypted) and
+	// known_hosts (ssh); ca.crt (a CA bundle for https).
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
