@@ -99,11 +99,10 @@ func (d *driftWatcher) startInformer(ctx context.Context, key driftKey) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(key.gvk)
 	inf, err := key.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
-	if meta.IsNoMatchError(err) {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("%s watch cache failed: %w", key.gvk.Kind, err)
+		// Not served, or discovery failed: the applier meets the same
+		// error at once and reports it per object.
+		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, informerSyncTimeout)
 	defer cancel()
