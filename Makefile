@@ -23,6 +23,12 @@ test: testbin
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '$(RACE_PATTERN)')
 
+## e2e: the chart with the image on a real node (kubelet, containerd, kube-proxy; needs root), after make test
+.PHONY: e2e
+e2e: image
+	@hack/tools/build.sh node >/dev/null
+	$(GO) test -tags e2e -count=1 -timeout 20m ./e2e
+
 ## demo: local control plane + local Git repo + gitsync, end to end
 demo: testbin build
 	$(GO) build -o bin/demo ./hack/demo
