@@ -3,11 +3,15 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"gitsync.dev/gitsync/internal/egress"
 )
@@ -205,6 +209,18 @@ func classify(src Source, err error) reasonError {
 	}
 	if why, ok := unreachable(err); ok {
 		return reasonError{ErrHostUnreachable, ReasonHostUnreachable, "host " + hostOf(src.URL) + " unreachable: " + why}
+	}
+	var ue *plumbing.UnexpectedError
+	var he *githttp.Err
+	switch {
+	case errors.As(err, &ue) && errors.As(ue.Err, &he):
+		said := strings.TrimSpace(he.Reason)
+		if said == "" || strings.ContainsAny(said, "<\n") || len(said) > 160 {
+			said = http.StatusText(he.StatusCode())
+		}
+		return reasonError{nil, ReasonFetchFailed, fmt.Sprintf("the server answered HTTP %d (%s)", he.StatusCode(), said)}
+	case errors.Is(err, context.DeadlineExceeded):
+		return reasonError{nil, ReasonFetchFailed, "timed out waiting for the server"}
 	}
 	return reasonError{nil, ReasonFetchFailed, tidy(msg)}
 }

@@ -1,11 +1,15 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFetchErrorsSayWhatHappened: each first mistake a user makes with a
@@ -143,5 +147,65 @@ func TestReasonOfOtherErrors(t *testing.T) {
 	}
 	if !IsPermanent(fmt.Errorf("spec: %w", ErrInvalidSource)) {
 		t.Error("IsPermanent(ErrInvalidSource) = false")
+	}
+}
+
+// TestTransientFetchErrors: a server error and a server that does not
+// answer in time are FetchFailed and not permanent (the agent retries them
+// with backoff), and their messages are one line.
+func TestTransientFetchErrors(t *testing.T) {
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(unavailable.Close)
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(silent.Close)
+	t.Cleanup(func() { close(release) })
+
+	opts := DefaultFetcherOptions()
+	opts.Dir = t.TempDir()
+	opts.Timeout = 300 * time.Millisecond // how long the silent server is waited for
+	f, err := NewFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ url, says string }{
+		"HTTP 503":  {unavailable.URL + "/app", "list refs: the server answered HTTP 503 (maintenance)"},
+		"no answer": {silent.URL + "/app", "list refs: timed out waiting for the server"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := f.Resolve(t.Context(), Source{URL: tc.url, Ref: Ref{Branch: "main"}})
+			if err == nil {
+				t.Fatal("Resolve succeeded")
+			}
+			if Reason(err) != ReasonFetchFailed || IsPermanent(err) {
+				t.Errorf("Reason = %q, IsPermanent = %v; want FetchFailed, false (error %q)", Reason(err), IsPermanent(err), err)
+			}
+			if msg := err.Error(); !strings.HasSuffix(msg, tc.says) {
+				t.Errorf("error %q does not end with %q", msg, tc.says)
+			}
+			if tc.url == silent.URL+"/app" && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("error %q is not a context.DeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+func TestTidy(t *testing.T) {
+	for in, want := range map[string]string{
+		"repository not found: ":        "repository not found",
+		"authentication required: x\n":  "authentication required: x",
+		"first\nsecond:\n\n  third  \n": "first; second; third",
+		"":                              "",
+	} {
+		if got := tidy(in); got != want {
+			t.Errorf("tidy(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
