@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// crdYAML is a copy of charts/gitsync/crds/gitsync.dev_gitsyncs.yaml, kept in
-// step by `make generate`.
+// crdYAML is controller-gen's output; `make generate` derives the chart's
+// charts/gitsync/templates/crd.yaml from it.
 //
 //go:embed crd/gitsync.dev_gitsyncs.yaml
 var crdYAML []byte
