@@ -589,8 +589,20 @@ func hostDiff(s *hostState) []string {
 			diffs = append(diffs, fmt.Sprintf("path %s: entries %v (exists %v), was %v (exists %v)", p, n, nok, b, bok))
 		}
 	}
-	if !slices.Equal(s.Mounts, now.Mounts) {
-		diffs = append(diffs, fmt.Sprintf("mount points: %v, was %v", now.Mounts, s.Mounts))
+	// Only where the node mounts: other programs on the machine may mount
+	// elsewhere meanwhile.
+	roots := append([]string{s.Dir}, hostPaths...)
+	mine := func(ms []string) []string {
+		var out []string
+		for _, m := range ms {
+			if underAny(m, roots) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	if b, n := mine(s.Mounts), mine(now.Mounts); !slices.Equal(b, n) {
+		diffs = append(diffs, fmt.Sprintf("mount points: %v, was %v", n, b))
 	}
 	if !slices.Equal(s.Links, now.Links) {
 		diffs = append(diffs, fmt.Sprintf("network interfaces: %v, was %v", now.Links, s.Links))
