@@ -107,10 +107,12 @@ func TestMissingPermissionsAreVisible(t *testing.T) {
 	})
 
 	commitB := r.commit(map[string]string{"deploy/cfg.yaml": configMap("cfg", "2"), "deploy/rb.yaml": roleBinding("rb")})
+	requested := time.Now()
 	request(t, c, key, "commit-b")
 	g := waitCondition(t, c, key, v1.ConditionStalled, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		return strings.Contains(g.Status.LastAttemptedRevision, commitB)
 	})
+	t.Logf("Stalled Forbidden %s after the request (a figure, not asserted; spec.timeout is 10m)", time.Since(requested).Round(time.Millisecond))
 	ready := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
 	for _, want := range []string{
 		`User "system:serviceaccount:` + ns + `:agent" cannot list resource "rolebindings"`,

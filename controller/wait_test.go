@@ -124,6 +124,7 @@ func TestWaitNeverBlocksWorkers(t *testing.T) {
 	}
 	patch := client.MergeFrom(cm.DeepCopy())
 	cm.Data["value"] = "edited by hand"
+	edited := time.Now()
 	if err := c.Patch(ctx, cm, patch, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +132,7 @@ func TestWaitNeverBlocksWorkers(t *testing.T) {
 		cm, err := getCM(t, c, ns, "free")
 		return err == nil && cm.Data["value"] == "git", nil
 	})
+	t.Logf("drift repaired %s after the edit, with 8 GitSyncs waiting and 2 workers (a figure, not asserted)", time.Since(edited).Round(time.Millisecond))
 	// The waits are still there: nothing above made them give up.
 	waitingFor(t, c, client.ObjectKey{Namespace: ns, Name: "w0"}, "web-0")
 }
@@ -158,6 +160,7 @@ func TestWaitPreemptedByNewRevision(t *testing.T) {
 		"deploy/web.yaml": deployment("web", "example.invalid/fixed:1"),
 		"deploy/b.yaml":   configMap("b", "from B"),
 	})
+	triggered := time.Now()
 	a.rec.Trigger(key) // as a push webhook does
 	eventually(t, "revision B applied", func(context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
@@ -167,6 +170,7 @@ func TestWaitPreemptedByNewRevision(t *testing.T) {
 		_, err := getCM(t, c, ns, "b")
 		return err == nil && d.Spec.Template.Spec.Containers[0].Image == "example.invalid/fixed:1", nil
 	})
+	t.Logf("revision B applied %s after its trigger, during A's 10m wait (a figure, not asserted)", time.Since(triggered).Round(time.Millisecond))
 	g := waitingFor(t, c, key, "Deployment/"+ns+"/web")
 	if !strings.Contains(g.Status.LastAttemptedRevision, commitB) {
 		t.Errorf("lastAttemptedRevision = %q, want commit B %s", g.Status.LastAttemptedRevision, commitB)
