@@ -223,3 +223,30 @@ func TestWaitTimeoutStalls(t *testing.T) {
 	markAvailable(t, c, ns, "slow")
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
 }
+
+// TestWaitPreemptedBySuspend: suspending a GitSync that waits (ten-minute
+// timeout) is seen at once: it shows Suspended, and its objects' status
+// changes no longer matter to it.
+func TestWaitPreemptedBySuspend(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns, concurrent: 1})
+	ctx := context.Background()
+	r := newRepo(t)
+	r.commit(map[string]string{"deploy/web.yaml": deployment("web", "example.invalid/stuck:1")})
+	gs := newGitSync(ns, "sus", r.url(), withWait(10*time.Minute))
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	g := waitingFor(t, c, key, "Deployment/"+ns+"/web")
+	p := client.MergeFrom(g.DeepCopy())
+	g.Spec.Suspend = true
+	if err := c.Patch(ctx, g, p); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		r := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
+		return r.Reason == v1.ReasonSuspended && meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReconciling) == nil
+	})
+}
