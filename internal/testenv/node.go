@@ -196,7 +196,7 @@ func (e *Env) startNode(ctx context.Context, opts Options) (err error) {
 	if old, err := loadHostState(); err == nil {
 		// A node whose test binary died before its cleanup: restore first.
 		fmt.Fprintf(os.Stderr, "testenv: restoring the machine after an earlier node in %s that was not stopped\n", old.Dir)
-		if err := restoreHost(old); err != nil {
+		if err := restoreAfterCrash(old); err != nil {
 			return fmt.Errorf("restore the machine after an earlier node: %w", err)
 		}
 		_ = os.Remove(filepath.Join(nodeLockDir, "state.json"))
@@ -207,6 +207,10 @@ func (e *Env) startNode(ctx context.Context, opts Options) (err error) {
 	}
 	if n.saved, err = captureHostState(n.dir); err != nil {
 		return fmt.Errorf("record host state: %w", err)
+	}
+	n.saved.Leftovers = []string{e.dir}
+	if etcd := e.env.ControlPlane.Etcd; etcd != nil && etcd.DataDir != "" {
+		n.saved.Leftovers = append(n.saved.Leftovers, etcd.DataDir)
 	}
 	if err := saveHostState(n.saved); err != nil {
 		return fmt.Errorf("save host state: %w", err)

@@ -55,6 +55,11 @@ type hostState struct {
 	Mounts     []string            `json:"mounts"`     // mount points
 	Links      []string            `json:"links"`      // network interface names
 	CgroupDirs []string            `json:"cgroupDirs"` // kubepods directories that existed (normally none)
+	// Leftovers are the folders of the rest of the control plane (testenv's
+	// and etcd's); a process naming one in its command line is part of it.
+	// Only a restore after a killed test binary stops them: normally the
+	// Env stops them itself.
+	Leftovers []string `json:"leftovers"`
 }
 
 // captureHostState reads everything restoreHost puts back.
@@ -282,6 +287,23 @@ func lockNode(wait time.Duration) (*os.File, error) {
 		}
 		time.Sleep(500 * time.Millisecond) // polling a lock held by another process
 	}
+}
+
+// restoreAfterCrash restores the machine after a node whose test binary
+// died before its cleanup: the control plane it started goes too.
+func restoreAfterCrash(s *hostState) error {
+	for _, dir := range s.Leftovers {
+		for _, pid := range processesWith(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	err := restoreHost(s)
+	for _, dir := range s.Leftovers {
+		if left, _ := mountPoints(); !slices.ContainsFunc(left, func(m string) bool { return underAny(m, []string{dir}) }) {
+			err = errors.Join(err, removeAllOrGone(dir))
+		}
+	}
+	return err
 }
 
 // restoreHost stops whatever the node left running and puts the machine back
