@@ -44,6 +44,9 @@ type healthWait struct {
 // event of that write requeues the GitSync, whose next reconcile finds the
 // object unchanged and reads its health.
 func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unstructured, cs *apply.ChangeSet) ([]health.Result, error) {
+	if cs == nil {
+		return nil, nil
+	}
 	var pending []health.Result
 	for i, e := range cs.Entries {
 		if i >= len(objs) {
