@@ -4,7 +4,7 @@
 // Contract: a reconcile reads fresh state whatever woke it, acts only on the
 // difference, writes status only when it changed, returns transient errors for
 // backoff and reports permanent ones as Stalled without retrying in a loop.
-// It never blocks a worker on the cluster: spec.wait is a state that status
+// It does not hold a worker while objects roll out: spec.wait is a state that status
 // changes of the objects advance (health.go), and a kind that cannot be
 // listed, watched or patched stalls the GitSync as Forbidden before anything
 // of the revision is applied (access.go, informers.go).
