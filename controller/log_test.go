@@ -111,6 +111,10 @@ func TestLogOneLinePerChange(t *testing.T) {
 		return strings.Contains(g.Status.LastAppliedRevision, first)
 	})
 
+	// The line is written right after the status write the test saw.
+	eventually(t, "the first sync's line", func(context.Context) (bool, error) {
+		return len(withMsg(logs.lines(t, key), "GitSync synced")) > 0, nil
+	})
 	synced := withMsg(logs.lines(t, key), "GitSync synced")
 	if len(synced) != 1 {
 		t.Fatalf("%d 'GitSync synced' lines after the first sync, want 1:\n%v", len(synced), synced)
@@ -154,9 +158,9 @@ func TestLogOneLinePerChange(t *testing.T) {
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		return readyReason(g) == v1.ReasonSuspended
 	})
-	if n := len(withMsg(logs.lines(t, key), "GitSync suspended")); n != 1 {
-		t.Errorf("%d 'GitSync suspended' lines, want 1", n)
-	}
+	eventually(t, "one 'GitSync suspended' line", func(context.Context) (bool, error) {
+		return len(withMsg(logs.lines(t, key), "GitSync suspended")) == 1, nil
+	})
 	for _, l := range logs.lines(t, key) {
 		if l["msg"] == "Reconciler error" {
 			t.Errorf("controller-runtime logged %v; the reconciler's own line should be the only one", l)
@@ -205,9 +209,9 @@ func TestConflictOnStatusWriteIsQuiet(t *testing.T) {
 			t.Errorf("a conflict on a status write was logged as an error: %v", l)
 		}
 	}
-	if n := len(withMsg(logs.lines(t, key), "GitSync synced")); n != 2 {
-		t.Errorf("%d 'GitSync synced' lines for two syncs, want 2", n)
-	}
+	eventually(t, "two 'GitSync synced' lines for two syncs", func(context.Context) (bool, error) {
+		return len(withMsg(logs.lines(t, key), "GitSync synced")) == 2, nil
+	})
 }
 
 func readyReason(g *v1.GitSync) string {

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
@@ -54,6 +56,21 @@ func (a *agent) series(t *testing.T, name string, key client.ObjectKey) map[stri
 	return out
 }
 
+// waitSeries waits until metric name's series of key are want (they are set
+// right after the status write a test sees) and reports the difference if
+// they never are.
+func (a *agent) waitSeries(t *testing.T, name string, key client.ObjectKey, want map[string]float64) {
+	t.Helper()
+	var diff string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		diff = cmp.Diff(want, a.series(t, name, key))
+		return diff == "", nil
+	})
+	if err != nil {
+		t.Errorf("%s of %s (-want +got):\n%s", name, key, diff)
+	}
+}
+
 // TestMetricsFollowConditions: gitsync_condition has one series per
 // condition with its current status and reason (the old one removed when
 // either changes), gitsync_managed_objects counts the inventory,
@@ -78,15 +95,9 @@ func TestMetricsFollowConditions(t *testing.T) {
 		return strings.Contains(g.Status.LastAppliedRevision, first)
 	})
 	want := map[string]float64{"type=Ready,status=True,reason=" + v1.ReasonSucceeded: 1}
-	if diff := cmp.Diff(want, a.series(t, "gitsync_condition", key)); diff != "" {
-		t.Errorf("gitsync_condition when Ready (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]float64{"": 2}, a.series(t, "gitsync_managed_objects", key)); diff != "" {
-		t.Errorf("gitsync_managed_objects (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]float64{"": 0}, a.series(t, "gitsync_suspended", key)); diff != "" {
-		t.Errorf("gitsync_suspended before suspending (-want +got):\n%s", diff)
-	}
+	a.waitSeries(t, "gitsync_condition", key, want)
+	a.waitSeries(t, "gitsync_managed_objects", key, map[string]float64{"": 2})
+	a.waitSeries(t, "gitsync_suspended", key, map[string]float64{"": 0})
 
 	r.commit(map[string]string{"deploy/bad.yaml": "kind: [unclosed\n"})
 	request(t, c, key, "broken")
@@ -95,9 +106,7 @@ func TestMetricsFollowConditions(t *testing.T) {
 		"type=Ready,status=False,reason=" + v1.ReasonRenderFailed:  1,
 		"type=Stalled,status=True,reason=" + v1.ReasonRenderFailed: 1,
 	}
-	if diff := cmp.Diff(want, a.series(t, "gitsync_condition", key)); diff != "" {
-		t.Errorf("gitsync_condition when Stalled (-want +got):\n%s", diff)
-	}
+	a.waitSeries(t, "gitsync_condition", key, want)
 
 	patch := client.MergeFrom(gs.DeepCopy())
 	gs.Spec.Suspend = true
@@ -108,12 +117,8 @@ func TestMetricsFollowConditions(t *testing.T) {
 		return readyReason(g) == v1.ReasonSuspended
 	})
 	want = map[string]float64{"type=Ready,status=True,reason=" + v1.ReasonSuspended: 1}
-	if diff := cmp.Diff(want, a.series(t, "gitsync_condition", key)); diff != "" {
-		t.Errorf("gitsync_condition when suspended (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]float64{"": 1}, a.series(t, "gitsync_suspended", key)); diff != "" {
-		t.Errorf("gitsync_suspended when suspended (-want +got):\n%s", diff)
-	}
+	a.waitSeries(t, "gitsync_condition", key, want)
+	a.waitSeries(t, "gitsync_suspended", key, map[string]float64{"": 1})
 
 	if err := c.Delete(context.Background(), gs); err != nil {
 		t.Fatal(err)
