@@ -141,7 +141,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		bar.Done()
 		return withExitCode(exitError, err)
 	}
-	a, err := newApplier(tgt, o.Name, recorded, applierFlags{Force: o.Force, Progress: bar.Count})
+	a, err := newApplier(tgt, o.Name, recorded, applierFlags{Force: o.Force, Progress: bar.Count, Desired: desired.Objects})
 	if err != nil {
 		bar.Done()
 		return withExitCode(exitError, err)
@@ -327,6 +327,9 @@ type applierFlags struct {
 	Force, DryRun bool
 	// Progress receives the applier's per-object progress (a progress bar).
 	Progress func(done, total int)
+	// Desired are the objects the applier will be given: their live state
+	// is read with one LIST per (kind, namespace) where that saves requests.
+	Desired []*unstructured.Unstructured
 }
 
 // newApplier builds the engine's Applier as the agent configures it: gitsync's
@@ -346,7 +349,13 @@ func newApplier(tgt *Target, name string, recorded *inventory.Inventory, f appli
 		opts.OwnerLabels = inventory.CLIOwner(tgt.Namespace, name).Labels()
 		opts.Recorded = recorded
 	}
-	return apply.New(tgt.Config, tgt.Client, opts)
+	live := newListedReader(tgt.Client)
+	a, err := apply.New(tgt.Config, live, opts)
+	if err != nil {
+		return nil, err
+	}
+	live.expect(f.Desired, a.IDs(f.Desired))
+	return a, nil
 }
 
 // PruneFlags are the safety rails of pruning, shared by apply --prune and the

@@ -270,7 +270,7 @@ func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffReq
 	if err != nil {
 		return nil, err
 	}
-	a, err := newApplier(tgt, req.Name, recorded, applierFlags{DryRun: true, Force: req.Force})
+	a, err := newApplier(tgt, req.Name, recorded, applierFlags{DryRun: true, Force: req.Force, Desired: desired.Objects})
 	if err != nil {
 		return nil, err
 	}

@@ -207,10 +207,12 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffRepor
 	opts.Force = gs.Spec.Force
 	opts.DefaultNamespace = p.as.Namespace
 	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
-	a, err := apply.New(p.as.Config, p.as.Client, opts)
+	live := newListedReader(p.as.Client)
+	a, err := apply.New(p.as.Config, live, opts)
 	if err != nil {
 		return nil, err
 	}
+	live.expect(desired.Objects, a.IDs(desired.Objects))
 	cs, err := a.Apply(ctx, desired.Objects)
 	if err != nil {
 		return nil, err
