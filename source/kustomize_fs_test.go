@@ -110,3 +110,50 @@ func TestConfinedFSReadsInside(t *testing.T) {
 		t.Errorf("RemoveAll touched the tree: %v", err)
 	}
 }
+
+// TestOverlayRoot: the root of a local render holds the directory and the
+// kustomization directories it names by relative path, transitively; a
+// remote base, a file resource and a base reached through a symlink do not
+// widen it.
+func TestOverlayRoot(t *testing.T) {
+	top := t.TempDir()
+	elsewhere := t.TempDir()
+	for name, content := range map[string]string{
+		"a/overlays/prod/kustomization.yaml": "resources:\n- ../../base\n",
+		"a/base/kustomization.yaml":          "resources:\n- ../../shared/common\n- cm.yaml\n",
+		"shared/common/kustomization.yaml":   "resources: []\n",
+		"a/file/kustomization.yaml":          "resources:\n- ../base/cm.yaml\n- https://github.com/example/repo//base\n",
+		"a/plain/cm.yaml":                    "kind: ConfigMap\n",
+		"a/base/cm.yaml":                     "kind: ConfigMap\n",
+		"a/linked/kustomization.yaml":        "resources:\n- base\n",
+	} {
+		p := filepath.Join(top, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(elsewhere, "kustomization.yaml"), []byte("resources: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(top, "a/linked/base")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{"a/overlays/prod", "."},
+		{"a/base", "."},
+		{"a/file", "a/file"},
+		{"a/plain", "a/plain"},
+		{"a/linked", "a/linked"},
+	} {
+		got, err := OverlayRoot(filepath.Join(top, tc.dir))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.dir, err)
+		}
+		if want := filepath.Join(top, tc.want); got != want {
+			t.Errorf("OverlayRoot(%s) = %s, want %s", tc.dir, got, want)
+		}
+	}
+}
