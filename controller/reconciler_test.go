@@ -80,6 +80,23 @@ func request(t *testing.T, c client.Client, key client.ObjectKey, value string) 
 	}
 }
 
+// poke changes an annotation gitsync does not read, which makes the agent
+// reconcile the GitSync without asking for anything: unlike requested-at,
+// whose handling the status acknowledges (lastHandledRequestedAt), nothing
+// about the GitSync has changed, so nothing may be written.
+func poke(t *testing.T, c client.Client, key client.ObjectKey, value string) {
+	t.Helper()
+	gs := &v1.GitSync{}
+	if err := c.Get(context.Background(), key, gs); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(gs.DeepCopy())
+	metav1.SetMetaDataAnnotation(&gs.ObjectMeta, "test.gitsync.dev/poke", value)
+	if err := c.Patch(context.Background(), gs, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // settle waits until what the first sync of key set going in the
 // background is done, so that requests counted afterwards are the next
 // reconcile's alone: successes reconciles have returned (the metric moved
@@ -167,7 +184,7 @@ func TestSyncLifecycle(t *testing.T) {
 			done := a.reconciles(t, "success")
 			writes, reads := a.count.writes.Load(), a.count.reads.Load()
 			mark := len(a.count.requests())
-			request(t, c, key, fmt.Sprint("resync-", i))
+			poke(t, c, key, fmt.Sprint("resync-", i))
 			eventually(t, "resync reconcile", func(context.Context) (bool, error) { return a.reconciles(t, "success") > done, nil })
 			if w, rd := a.count.writes.Load()-writes, a.count.reads.Load()-reads; w != 0 || rd != 0 {
 				t.Errorf("resync %d sent %d writes and %d non-watch reads, want 0 and 0: %v", i, w, rd, a.count.requests()[mark:])
