@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -317,5 +318,38 @@ func TestPushRefusesMissingLayout(t *testing.T) {
 	err := run(context.Background(), []string{"push", "-layout", filepath.Join(t.TempDir(), "oci"), "-image", "localhost:1/x:y"})
 	if err == nil || !strings.Contains(err.Error(), "make image") {
 		t.Errorf("push of a missing layout: %v, want an error that says to run make image", err)
+	}
+}
+
+// TestImageReproducible assembles the index again from the binaries `make
+// image` built: the same inputs give the layout's digest, byte for byte.
+func TestImageReproducible(t *testing.T) {
+	dir := makeImage(t)
+	created, err := time.Parse(time.RFC3339, testDate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := Build(Spec{
+		Binaries: map[string]string{
+			"linux/amd64": filepath.Join(dir, "linux_amd64", "gitsync"),
+			"linux/arm64": filepath.Join(dir, "linux_arm64", "gitsync"),
+		},
+		CACerts: "/etc/ssl/certs/ca-certificates.crt",
+		Version: testVersion, Revision: testCommit, Source: "https://github.com/gitsync-dev/gitsync",
+		Created: created,
+	}, []string{"linux/amd64", "linux/arm64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := layoutIndex(t, dir).Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("the same binaries and labels assembled again give index %s, make image wrote %s", got, want)
 	}
 }
