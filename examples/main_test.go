@@ -103,12 +103,13 @@ var crdOnce struct {
 	err error
 }
 
-// installGitSyncCRD applies the chart's GitSync CRD once per test binary, so
-// example GitSyncs are validated and defaulted by the real schema.
+// installGitSyncCRD applies the GitSync CRD (api/v1alpha1/crd, from which
+// the chart's template is made) once per test binary, so example GitSyncs
+// are validated and defaulted by the real schema.
 func installGitSyncCRD(t *testing.T) {
 	t.Helper()
 	crdOnce.Do(func() {
-		r, err := source.Render(context.Background(), repoRoot(t), "charts/gitsync/crds", source.DefaultRenderOptions())
+		r, err := source.Render(context.Background(), repoRoot(t), "api/v1alpha1/crd", source.DefaultRenderOptions())
 		if err != nil {
 			crdOnce.err = err
 			return
@@ -125,7 +126,7 @@ func installGitSyncCRD(t *testing.T) {
 		crdOnce.err = err
 	})
 	if crdOnce.err != nil {
-		t.Fatalf("install GitSync CRD from charts/gitsync/crds: %v", crdOnce.err)
+		t.Fatalf("install GitSync CRD from api/v1alpha1/crd: %v", crdOnce.err)
 	}
 }
 
