@@ -73,7 +73,7 @@ func getSpec(t *testing.T, c client.Client, ns, name string) gitsyncv1.GitSyncSp
 }
 
 // TestTree: tree lists the status inventory with kstatus health: an existing
-// ConfigMap is Current, a Deployment nobody rolls out is InProgress, a
+// ConfigMap is Current (whether read by GET or, three of a kind, by LIST), a Deployment nobody rolls out is InProgress, a
 // deleted object NotFound.
 func TestTree(t *testing.T) {
 	t.Parallel()
@@ -83,6 +83,7 @@ func TestTree(t *testing.T) {
 	one := int32(1)
 	for _, obj := range []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm2"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
 			Replicas: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
@@ -101,6 +102,7 @@ func TestTree(t *testing.T) {
 	}
 	createGitSync(t, c, ns, "web", gitsyncv1.GitSyncStatus{Inventory: &gitsyncv1.Inventory{Entries: []gitsyncv1.InventoryEntry{
 		entry(inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "cm"}, "v1"),
+		entry(inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "cm2"}, "v1"),
 		entry(inventory.ObjectID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}, "v1"),
 		entry(inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "gone"}, ""),
 	}}})
@@ -108,6 +110,7 @@ func TestTree(t *testing.T) {
 	wantCode(t, r, 0)
 	for _, want := range [][]string{
 		{"ConfigMap/" + ns + "/cm", "Current"},
+		{"ConfigMap/" + ns + "/cm2", "Current"}, // three ConfigMaps: read with one LIST
 		{"Deployment/" + ns + "/web", "InProgress"},
 		{"ConfigMap/" + ns + "/gone", "NotFound"},
 	} {

@@ -82,9 +82,10 @@ func (o *TreeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	live := treeReader(tgt, inv)
 	entries := make([]treeEntry, 0, inv.Len())
 	for _, e := range inv.Entries {
-		entries = append(entries, treeEntryOf(ctx, tgt, e))
+		entries = append(entries, treeEntryOf(ctx, tgt, live, e))
 	}
 	if o.Output != outputText {
 		return writeStructured(o.Out, o.Output, entries)
@@ -105,20 +106,16 @@ func (o *TreeOptions) Run(ctx context.Context) error {
 // treeEntryOf reads one inventory object and checks its health. A read
 // that fails is Unknown with the reason; the object may belong to a kind
 // no longer served.
-func treeEntryOf(ctx context.Context, tgt *Target, e inventory.Entry) treeEntry {
+func treeEntryOf(ctx context.Context, tgt *Target, live client.Reader, e inventory.Entry) treeEntry {
 	te := treeEntry{Subject: e.ID.String(), Pending: e.Pending}
-	gv := schema.GroupVersion{Group: e.ID.Group, Version: e.Version}
-	if gv.Version == "" {
-		m, err := tgt.Mapper.RESTMapping(e.ID.GroupKind())
-		if err != nil {
-			te.Status, te.Message = string(health.Unknown), err.Error()
-			return te
-		}
-		gv = m.GroupVersionKind.GroupVersion()
+	gvk, err := entryGVK(tgt, e)
+	if err != nil {
+		te.Status, te.Message = string(health.Unknown), err.Error()
+		return te
 	}
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gv.WithKind(e.ID.Kind))
-	err := tgt.Client.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, obj)
+	obj.SetGroupVersionKind(gvk)
+	err = live.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
 		te.Status = string(health.NotFound)
@@ -133,6 +130,38 @@ func treeEntryOf(ctx context.Context, tgt *Target, e inventory.Entry) treeEntry 
 		te.Message = err.Error()
 	}
 	return te
+}
+
+// entryGVK is the kind of an inventory entry at its recorded version, else
+// the one the cluster prefers.
+func entryGVK(tgt *Target, e inventory.Entry) (schema.GroupVersionKind, error) {
+	if e.Version != "" {
+		return schema.GroupVersionKind{Group: e.ID.Group, Version: e.Version, Kind: e.ID.Kind}, nil
+	}
+	m, err := tgt.Mapper.RESTMapping(e.ID.GroupKind())
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return m.GroupVersionKind, nil
+}
+
+// treeReader reads the inventory's objects as a cold apply reads its
+// desired ones: one LIST per (kind, namespace) of several objects.
+func treeReader(tgt *Target, inv *inventory.Inventory) client.Reader {
+	stubs := make([]*unstructured.Unstructured, 0, inv.Len())
+	ids := make([]inventory.ObjectID, 0, inv.Len())
+	for _, e := range inv.Entries {
+		gvk, err := entryGVK(tgt, e)
+		if err != nil {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		stubs, ids = append(stubs, u), append(ids, e.ID)
+	}
+	live := newListedReader(tgt.Client)
+	live.expect(stubs, ids)
+	return live
 }
 
 func orNone(s string) string {
