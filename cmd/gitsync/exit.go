@@ -88,7 +88,11 @@ func reportError(w io.Writer, err error) int {
 		if ee.Err == nil {
 			return code
 		}
-		err = ee.Err
+		// Unwrapped only when it is the whole error: a wrapper's context
+		// ("diff: …") stays in the message.
+		if err == error(ee) {
+			err = ee.Err
+		}
 	}
 	for _, line := range errorLines(err) {
 		fmt.Fprintln(w, "error:", line)
