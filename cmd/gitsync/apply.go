@@ -230,11 +230,21 @@ func changeLine(p *printer, e apply.Entry) string {
 		return p.paint(colourRed, line)
 	case apply.Failed, apply.Skipped:
 		if e.Err != nil {
-			line += ": " + strings.TrimPrefix(e.Err.Error(), e.Subject+" ")
+			line += ": " + entryReason(e)
 		}
 		return p.paint(colourRed, line)
 	}
 	return line
+}
+
+// entryReason is why an entry failed or was skipped, without what the line
+// already says: its subject and its outcome ("skipped: ", "apply failed: ").
+func entryReason(e apply.Entry) string {
+	msg := strings.TrimPrefix(e.Err.Error(), e.Subject+" ")
+	for _, said := range []string{string(e.Action) + ": ", "apply failed: "} {
+		msg = strings.TrimPrefix(msg, said)
+	}
+	return msg
 }
 
 // store is the inventory of the named sync; nil without --name (nothing

@@ -279,7 +279,7 @@ func TestDiffImmutableChange(t *testing.T) {
 
 	r = gitsyncIn(t, ns, "apply", dir)
 	wantCode(t, r, 1)
-	if !strings.Contains(r.stdout, "ConfigMap/"+ns+"/frozen failed: apply failed: immutable field data changed") {
+	if !strings.Contains(r.stdout, "ConfigMap/"+ns+"/frozen failed: immutable field data changed") {
 		t.Errorf("apply of an immutable change:\n%s", r)
 	}
 }

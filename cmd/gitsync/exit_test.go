@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestMissingNamespaceSaidOnce(t *testing.T) {
 	wantCode(t, r, 1)
 	want = nil
 	for _, s := range subjects {
-		want = append(want, s+" failed: apply failed: namespace guestbook does not exist")
+		want = append(want, s+" failed: namespace guestbook does not exist")
 	}
 	want = append(want, "6 failed")
 	if d := cmp.Diff(want, outputLines(r.stdout)); d != "" {
@@ -97,6 +98,18 @@ func TestFailureMessages(t *testing.T) {
 			}
 		})
 	}
+	// apply says the outcome once: "skipped: unknown kind …", not
+	// "skipped: skipped: unknown kind …".
+	t.Run("apply of a misspelt kind", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"a.yaml": tests[0].manifest})
+		r := gitsyncIn(t, ns, "apply", dir)
+		want := "ConfigMapp/" + ns + "/a skipped: unknown kind ConfigMapp in v1: the cluster does not serve it; " +
+			"check the spelling, or install its CustomResourceDefinition"
+		if !slices.Contains(outputLines(r.stdout), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r)
+		}
+	})
 }
 
 // TestYAMLErrorLine: a YAML error names the file and the line of the

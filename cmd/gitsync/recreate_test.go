@@ -38,7 +38,7 @@ func TestRecreateService(t *testing.T) {
 
 	r = gitsyncIn(t, ns, "apply", dir)
 	wantCode(t, r, 1)
-	if d := cmp.Diff([]string{subject + " failed: apply failed: " + refused, "1 failed"}, outputLines(r.stdout)); d != "" {
+	if d := cmp.Diff([]string{subject + " failed: " + refused, "1 failed"}, outputLines(r.stdout)); d != "" {
 		t.Errorf("apply (-want +got):\n%s\n%s", d, r)
 	}
 	if serviceUID(t, ns) != oldUID {
