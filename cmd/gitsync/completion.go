@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,13 +67,9 @@ func registerKubeCompletions(root *cobra.Command, kube *genericclioptions.Config
 	_ = root.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return namespaceNames(cmd.Context(), kube, toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
-	for flag, names := range map[string]func(*genericclioptions.ConfigFlags) []string{
-		"context": kubeconfigContexts,
-		"cluster": kubeconfigClusters,
-		"user":    kubeconfigUsers,
-	} {
+	for _, flag := range []string{"context", "cluster", "user"} {
 		_ = root.RegisterFlagCompletionFunc(flag, func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return withPrefix(names(kube), toComplete), cobra.ShellCompDirectiveNoFileComp
+			return withPrefix(kubeconfigNames(kube, flag), toComplete), cobra.ShellCompDirectiveNoFileComp
 		})
 	}
 }
@@ -96,38 +93,21 @@ func namespaceNames(ctx context.Context, kube *genericclioptions.ConfigFlags, pr
 	return withPrefix(names, prefix)
 }
 
-func kubeconfigContexts(kube *genericclioptions.ConfigFlags) []string {
+// kubeconfigNames lists the kubeconfig's names of one kind: "context",
+// "cluster" or "user".
+func kubeconfigNames(kube *genericclioptions.ConfigFlags, kind string) []string {
 	raw, err := kube.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for name := range raw.Contexts {
-		out = append(out, name)
-	}
-	return out
-}
-
-func kubeconfigClusters(kube *genericclioptions.ConfigFlags) []string {
-	raw, err := kube.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for name := range raw.Clusters {
-		out = append(out, name)
-	}
-	return out
-}
-
-func kubeconfigUsers(kube *genericclioptions.ConfigFlags) []string {
-	raw, err := kube.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for name := range raw.AuthInfos {
-		out = append(out, name)
+	switch kind {
+	case "context":
+		out = slices.Collect(maps.Keys(raw.Contexts))
+	case "cluster":
+		out = slices.Collect(maps.Keys(raw.Clusters))
+	case "user":
+		out = slices.Collect(maps.Keys(raw.AuthInfos))
 	}
 	return out
 }

@@ -285,16 +285,9 @@ func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffReq
 	if req.Name == "" || !req.PreviewPrune {
 		return rep, nil
 	}
-	opts := req.Prune.options(tgt, req.Name)
-	opts.SyncSucceeded = cs.Err() == nil
-	prunes, warning, err := previewPrune(ctx, tgt.Client, recorded, cs, opts)
-	if err != nil {
+	if err := rep.previewPrune(ctx, tgt.Client, recorded, cs, req.Prune.options(tgt, req.Name)); err != nil {
 		return nil, err
 	}
-	if warning != "" {
-		rep.Warnings = append(rep.Warnings, warning)
-	}
-	rep.Entries = append(rep.Entries, prunes...)
 	return rep, nil
 }
 
@@ -324,34 +317,39 @@ func diffEntryOf(e apply.Entry) diffEntry {
 	return d
 }
 
-// previewPrune plans, without deleting, the prune an apply with --prune would
-// do: the stored inventory minus the desired objects, through every safety
-// rail of opts. A refusal by the rails is a warning: nothing would be pruned.
-func previewPrune(ctx context.Context, c client.Reader, old *inventory.Inventory, cs *apply.ChangeSet, opts inventory.PruneOptions) ([]diffEntry, string, error) {
+// previewPrune adds to the report, without deleting, the prune an apply with
+// --prune would do: the stored inventory minus the desired objects, through
+// every safety rail of opts (opts.SyncSucceeded is set from cs). A refusal
+// by the rails is a warning: nothing would be pruned.
+func (rep *diffReport) previewPrune(ctx context.Context, c client.Reader, old *inventory.Inventory, cs *apply.ChangeSet, opts inventory.PruneOptions) error {
+	opts.SyncSucceeded = cs.Err() == nil
 	plan, err := inventory.Plan(ctx, c, old, desiredInventory(cs), opts)
 	var refused *inventory.RefusedError
 	if errors.As(err, &refused) {
-		return nil, "nothing would be pruned: " + refused.Error(), nil
+		rep.Warnings = append(rep.Warnings, "nothing would be pruned: "+refused.Error())
+		return nil
 	}
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	var out []diffEntry
-	var warnings []string
 	for _, d := range plan.Deletions {
-		out = append(out, diffEntry{Subject: d.ID.String(), Action: actionPrune})
+		rep.Entries = append(rep.Entries, diffEntry{Subject: d.ID.String(), Action: actionPrune})
 	}
+	var warnings []string
 	for _, s := range plan.Skipped {
 		switch s.Action {
 		case inventory.ActionKept:
-			out = append(out, diffEntry{Subject: s.ID.String(), Action: actionKept, Reason: s.Reason})
+			rep.Entries = append(rep.Entries, diffEntry{Subject: s.ID.String(), Action: actionKept, Reason: s.Reason})
 		case inventory.ActionFailed:
-			out = append(out, diffEntry{Subject: s.ID.String(), Action: actionFailed, Reason: s.Reason, err: s.Err})
+			rep.Entries = append(rep.Entries, diffEntry{Subject: s.ID.String(), Action: actionFailed, Reason: s.Reason, err: s.Err})
 		case inventory.ActionUnknown:
 			warnings = append(warnings, fmt.Sprintf("%s would not be pruned: %s", s.ID, s.Reason))
 		}
 	}
-	return out, strings.Join(warnings, "\n"), nil
+	if len(warnings) > 0 {
+		rep.Warnings = append(rep.Warnings, strings.Join(warnings, "\n"))
+	}
+	return nil
 }
 
 // desiredInventory is the set of objects the change set covers, whatever

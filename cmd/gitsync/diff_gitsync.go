@@ -45,6 +45,20 @@ func parseGitSyncRef(ref, ns string) (client.ObjectKey, error) {
 	return client.ObjectKey{}, fmt.Errorf("--gitsync %q: want NAMESPACE/NAME or NAME", ref)
 }
 
+// connectGitSync connects to the target and reads the GitSync named name in
+// its namespace; errors carry the exit code for trouble.
+func connectGitSync(ctx context.Context, o *TargetOptions, name string) (*Target, *gitsyncv1.GitSync, error) {
+	tgt, err := o.Connect()
+	if err != nil {
+		return nil, nil, withExitCode(exitError, err)
+	}
+	gs, err := getGitSync(ctx, tgt.Client, client.ObjectKey{Namespace: tgt.Namespace, Name: name})
+	if err != nil {
+		return nil, nil, withExitCode(exitError, err)
+	}
+	return tgt, gs, nil
+}
+
 // getGitSync reads one GitSync, with errors that say what to do.
 func getGitSync(ctx context.Context, c client.Reader, key client.ObjectKey) (*gitsyncv1.GitSync, error) {
 	gs := &gitsyncv1.GitSync{}
@@ -232,15 +246,9 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffRepor
 	if err != nil {
 		return nil, err
 	}
-	rails.SyncSucceeded = cs.Err() == nil
-	prunes, warning, err := previewPrune(ctx, p.as.Client, recorded, cs, rails)
-	if err != nil {
+	if err := rep.previewPrune(ctx, p.as.Client, recorded, cs, rails); err != nil {
 		return nil, err
 	}
-	if warning != "" {
-		rep.Warnings = append(rep.Warnings, warning)
-	}
-	rep.Entries = append(rep.Entries, prunes...)
 	return rep, nil
 }
 

@@ -56,14 +56,11 @@ hour by default.`,
 
 // Run lists the GitSync's Events.
 func (o *EventsOptions) Run(ctx context.Context) error {
-	tgt, err := o.Target.Connect()
+	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
-		return withExitCode(exitError, err)
+		return err
 	}
-	key := client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name}
-	if _, err := getGitSync(ctx, tgt.Client, key); err != nil {
-		return withExitCode(exitError, err)
-	}
+	key := client.ObjectKeyFromObject(gs)
 	list := &corev1.EventList{}
 	sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "GitSync", "involvedObject.name": o.Name})
 	if err := tgt.Client.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFieldsSelector{Selector: sel}); err != nil {

@@ -81,15 +81,11 @@ timed out, 2 bad flags or the GitSync cannot be read or annotated.`,
 
 // Run annotates the GitSync and, with Wait, waits for the outcome.
 func (o *ReconcileOptions) Run(ctx context.Context) error {
-	tgt, err := o.Target.Connect()
+	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
-		return withExitCode(exitError, err)
+		return err
 	}
-	key := client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name}
-	gs, err := getGitSync(ctx, tgt.Client, key)
-	if err != nil {
-		return withExitCode(exitError, err)
-	}
+	key := client.ObjectKeyFromObject(gs)
 	if gs.Spec.Suspend {
 		return withExitCode(exitError, fmt.Errorf("GitSync/%s/%s is suspended: run gitsync resume %s -n %s first", key.Namespace, key.Name, key.Name, key.Namespace))
 	}

@@ -112,20 +112,29 @@ func (o *SourceOptions) auth() (*source.Auth, error) {
 	return a, nil
 }
 
-// Complete takes the local directory from args and checks that exactly one
-// source is named.
-func (o *SourceOptions) Complete(args []string) error {
+// takeArgs takes the local directory from args and counts the ref flags
+// given.
+func (o *SourceOptions) takeArgs(args []string) (refs int, err error) {
 	if len(args) > 1 {
-		return fmt.Errorf("expected at most one directory, got %d arguments", len(args))
+		return 0, fmt.Errorf("expected at most one directory, got %d arguments", len(args))
 	}
 	if len(args) == 1 {
 		o.Dir = args[0]
 	}
-	refs := 0
 	for _, v := range []string{o.Branch, o.Tag, o.Semver, o.Commit} {
 		if v != "" {
 			refs++
 		}
+	}
+	return refs, nil
+}
+
+// Complete takes the local directory from args and checks that exactly one
+// source is named.
+func (o *SourceOptions) Complete(args []string) error {
+	refs, err := o.takeArgs(args)
+	if err != nil {
+		return err
 	}
 	switch {
 	case o.URL != "" && o.Dir != "":
@@ -148,17 +157,9 @@ func (o *SourceOptions) Complete(args []string) error {
 // elsewhere (diff --gitsync: the GitSync's spec): no source is fine, and
 // the ref flags may stand alone (they override the spec's ref).
 func (o *SourceOptions) CompleteOptional(args []string) error {
-	if len(args) > 1 {
-		return fmt.Errorf("expected at most one directory, got %d arguments", len(args))
-	}
-	if len(args) == 1 {
-		o.Dir = args[0]
-	}
-	refs := 0
-	for _, v := range []string{o.Branch, o.Tag, o.Semver, o.Commit} {
-		if v != "" {
-			refs++
-		}
+	refs, err := o.takeArgs(args)
+	if err != nil {
+		return err
 	}
 	switch {
 	case o.URL != "" && o.Dir != "":

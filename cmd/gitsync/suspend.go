@@ -58,14 +58,11 @@ func newSuspendCmd(kube *genericclioptions.ConfigFlags, suspend bool, cmd *cobra
 
 // Run sets spec.suspend.
 func (o *SuspendOptions) Run(ctx context.Context) error {
-	tgt, err := o.Target.Connect()
+	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
-		return withExitCode(exitError, err)
+		return err
 	}
-	key := client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name}
-	if _, err := getGitSync(ctx, tgt.Client, key); err != nil {
-		return withExitCode(exitError, err)
-	}
+	key := client.ObjectKeyFromObject(gs)
 	if err := patchGitSync(ctx, tgt.Client, key, fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend)); err != nil {
 		return withExitCode(exitError, err)
 	}

@@ -70,13 +70,9 @@ Terminating, NotFound, Unknown) and kstatus' message.`,
 
 // Run reads the inventory and the health of each object.
 func (o *TreeOptions) Run(ctx context.Context) error {
-	tgt, err := o.Target.Connect()
+	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
-		return withExitCode(exitError, err)
-	}
-	gs, err := getGitSync(ctx, tgt.Client, client.ObjectKey{Namespace: tgt.Namespace, Name: o.Name})
-	if err != nil {
-		return withExitCode(exitError, err)
+		return err
 	}
 	inv, err := inventory.FromGitSyncStatus(gs)
 	if err != nil {
