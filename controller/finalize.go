@@ -42,7 +42,7 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 			ctrl.LoggerFrom(ctx).Error(err, "cleanup of deleted GitSync failed; retrying")
 		}
 		serr := r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) {
-			s.Inventory = statusInventory(remaining)
+			s.Inventory = inventory.ToGitSyncStatus(remaining)
 			meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: dec.Reason, Message: clip(dec.Message), ObservedGeneration: gs.Generation})
 		})
@@ -63,7 +63,7 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 
 // cleanup prunes or orphans gs's inventory and returns what remains.
 func (r *GitSyncReconciler) cleanup(ctx context.Context, gs *v1.GitSync) (*inventory.PruneResult, *inventory.Inventory, error) {
-	inv, err := inventoryOf(gs)
+	inv, err := inventory.FromGitSyncStatus(gs)
 	if err != nil || inv.Len() == 0 {
 		return nil, inventory.New(), err
 	}

@@ -98,7 +98,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 			s.LastAppliedRevision, s.LastAppliedTime = out.applied, &now
 		}
 		if out.inventory != nil {
-			s.Inventory = statusInventory(out.inventory)
+			s.Inventory = inventory.ToGitSyncStatus(out.inventory)
 		}
 		s.LastHandledRequestedAt = gs.Annotations[RequestedAtAnnotation]
 		setConditions(s, gs.Generation, out)

@@ -24,3 +24,16 @@ func FromGitSyncStatus(gs *v1.GitSync) (*Inventory, error) {
 	}
 	return New(entries...), nil
 }
+
+// ToGitSyncStatus is the status form of inv; nil for an empty inventory, so
+// an unsynced GitSync has no inventory field at all.
+func ToGitSyncStatus(inv *Inventory) *v1.Inventory {
+	if inv.Len() == 0 {
+		return nil
+	}
+	out := &v1.Inventory{Entries: make([]v1.InventoryEntry, 0, inv.Len())}
+	for _, e := range inv.Entries {
+		out.Entries = append(out.Entries, v1.InventoryEntry{ID: e.ID.Key(), Version: e.Version, UID: e.UID, Pending: e.Pending})
+	}
+	return out
+}
