@@ -171,10 +171,14 @@ func TestWaitPreemptedByNewRevision(t *testing.T) {
 		return err == nil && d.Spec.Template.Spec.Containers[0].Image == "example.invalid/fixed:1", nil
 	})
 	t.Logf("revision B applied %s after its trigger, during A's 10m wait (a figure, not asserted)", time.Since(triggered).Round(time.Millisecond))
-	g := waitingFor(t, c, key, "Deployment/"+ns+"/web")
-	if !strings.Contains(g.Status.LastAttemptedRevision, commitB) {
-		t.Errorf("lastAttemptedRevision = %q, want commit B %s", g.Status.LastAttemptedRevision, commitB)
-	}
+	// The objects are written before the status that reports them: wait for
+	// B's status, which must again be a wait (B's Deployment is not ready
+	// yet either), not a leftover of A's.
+	waitCondition(t, c, key, v1.ConditionReconciling, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		r := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
+		return strings.Contains(g.Status.LastAttemptedRevision, commitB) &&
+			r != nil && r.Reason == controller.ReasonWaitingForHealth && strings.Contains(r.Message, "Deployment/"+ns+"/web")
+	})
 
 	markAvailable(t, c, ns, "web")
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
