@@ -189,9 +189,8 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *Target, o *Sour
 	return o.renderSource(ctx, src)
 }
 
-// secretAuth reads the GitSync's source credentials Secret, with the keys
-// the agent reads (controller/gitsource.go). Its values never appear in an
-// error.
+// secretAuth reads the GitSync's source credentials Secret as the agent
+// does (source.AuthFromSecret). Its values never appear in an error.
 func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*source.Auth, error) {
 	ref := p.gs.Spec.Source.SecretRef
 	secret := &corev1.Secret{}
@@ -199,16 +198,9 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*source.
 		return nil, fmt.Errorf("Secret/%s/%s (spec.source.secretRef) read failed: %w; give the credentials with $%s/$%s, $%s or --ssh-key instead",
 			p.gs.Namespace, ref.Name, err, gitEnvUsername, gitEnvPassword, gitEnvToken)
 	}
-	d := secret.Data
-	return &source.Auth{
-		Username:      string(d["username"]),
-		Password:      string(d["password"]),
-		BearerToken:   string(d["bearerToken"]),
-		CAData:        d["ca.crt"],
-		SSHPrivateKey: d["identity"],
-		SSHPassphrase: d["passphrase"],
-		KnownHosts:    d["known_hosts"],
-	}, nil
+	// The agent's reading of the keys, so a Secret with none it knows
+	// fails here as it fails there: CredentialsUnrecognized, naming them.
+	return source.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data), nil
 }
 
 // diff is computeDiff for p's GitSync: the agent's applier settings (its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +164,54 @@ func TestDiffGitSyncImpersonates(t *testing.T) {
 	wantCode(t, r, 2)
 	if !strings.Contains(r.stderr, "GitSync/"+f.ns+"/nope not found") {
 		t.Errorf("want a not-found error, got:\n%s", r)
+	}
+}
+
+// TestDiffGitSyncReadsSecretAsTheAgent: without DIR, the preview fetches with
+// the GitSync's source Secret read under the agent's key names, so a Secret
+// with keys the agent does not know fails the preview as it stalls the agent
+// (naming the keys it has), and one with the agent's keys works. No value
+// is printed.
+func TestDiffGitSyncReadsSecretAsTheAgent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "app.git")
+	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a")
+	const password = "s3cret-never-printed"
+	server := newGitHTTPServer(t, root, "alice", password)
+	c := statusClient(t)
+	for name, data := range map[string]map[string][]byte{
+		"unknown-keys": {"user": []byte("alice"), "pass": []byte(password)},
+		"agent-keys":   {"username": []byte("alice"), "password": []byte(password)},
+	} {
+		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		gs := &gitsyncv1.GitSync{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: gitsyncv1.GitSyncSpec{Source: gitsyncv1.GitSource{URL: server + "/app.git", Ref: gitsyncv1.GitRef{Branch: "main"},
+				SecretRef: &gitsyncv1.LocalObjectReference{Name: name}}},
+		}
+		if err := c.Create(ctx, gs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := gitsync(t, "diff", "--gitsync", ns+"/unknown-keys", "--kubeconfig", env.Kubeconfig)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stdout+r.stderr, "its keys are pass, user") {
+		t.Errorf("want the Secret's key names in:\n%s", r)
+	}
+	r = gitsync(t, "diff", "--gitsync", ns+"/agent-keys", "--kubeconfig", env.Kubeconfig)
+	wantCode(t, r, 1)
+	if d := cmp.Diff([]string{"+ ConfigMap/" + ns + "/a (create)"}, changeLines(r.stdout)); d != "" {
+		t.Errorf("changes (-want +got):\n%s\n%s", d, r)
+	}
+	if strings.Contains(r.stdout+r.stderr, password) {
+		t.Errorf("output leaks the password:\n%s", r)
 	}
 }
