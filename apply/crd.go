@@ -15,7 +15,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/internal/objwatch"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -94,7 +94,7 @@ func (a *Applier) waitEstablished(ctx context.Context, pending map[string]int) (
 		for name = range pending {
 		}
 	}
-	_, err := watchtools.UntilWithSync(wctx, health.ListWatch(a.dyn.Resource(crdGVR), name), &unstructured.Unstructured{},
+	_, err := watchtools.UntilWithSync(wctx, objwatch.ListWatch(a.dyn.Resource(crdGVR), name), &unstructured.Unstructured{},
 		func(store cache.Store) (bool, error) {
 			for _, o := range store.List() {
 				observe(o.(*unstructured.Unstructured))

@@ -21,7 +21,7 @@ func TestExplain(t *testing.T) {
 	}{
 		{
 			name: "server-side apply type error",
-			err: apierrors.NewBadRequest(`failed to create typed patch object (ns/a; /v1, Kind=ConfigMap): .data.k: expected string, got &value.valueUnstructured{Value:1}`),
+			err:  apierrors.NewBadRequest(`failed to create typed patch object (ns/a; /v1, Kind=ConfigMap): .data.k: expected string, got &value.valueUnstructured{Value:1}`),
 			want: "invalid: .data.k: expected string, got number",
 		},
 		{

@@ -9,12 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
-	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/internal/objwatch"
 )
 
 // recreate deletes the live object (only the very object that was read: UID
@@ -45,21 +42,6 @@ func (a *Applier) recreate(ctx context.Context, ri dynamic.ResourceInterface, p 
 func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, uid types.UID, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	gone := func(store cache.Store) (bool, error) {
-		for _, o := range store.List() {
-			if o.(*unstructured.Unstructured).GetUID() == uid {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
-	_, err := watchtools.UntilWithSync(ctx, health.ListWatch(ri, name), &unstructured.Unstructured{}, gone,
-		func(ev watch.Event) (bool, error) {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			return ok && (ev.Type == watch.Deleted && u.GetUID() == uid || u.GetUID() != uid), nil
-		})
-	if err != nil {
-		return fmt.Errorf("wait for deletion: %w", err)
-	}
-	return nil
+	_, err := objwatch.UntilGone(ctx, objwatch.ListWatch(ri, name), &unstructured.Unstructured{}, uid)
+	return err
 }

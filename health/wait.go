@@ -6,17 +6,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"gitsync.dev/gitsync/internal/objwatch"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -170,7 +167,7 @@ func (w *Waiter) watch(ctx context.Context, k watchKey, idx []int, ids []invento
 		name = ids[idx[0]].Name
 	}
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: ListWatch(ri, name),
+		ListerWatcher: objwatch.ListWatch(ri, name),
 		ObjectType:    &unstructured.Unstructured{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { send(o, false) },
@@ -222,25 +219,4 @@ func notCurrent(results []Result) []Result {
 		}
 	}
 	return out
-}
-
-// ListWatch lists and watches ri, restricted to one object when name is set:
-// the source every watch-based wait of gitsync starts from (health, CRD
-// establishment, recreation).
-func ListWatch(ri dynamic.ResourceInterface, name string) cache.ListerWatcher {
-	sel := func(o *metav1.ListOptions) {
-		if name != "" {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}
-	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			sel(&o)
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			sel(&o)
-			return ri.Watch(ctx, o)
-		},
-	}
 }
