@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -301,22 +300,13 @@ func (n *node) startNodeProcess(name string, args ...string) (*process, error) {
 		return nil, fmt.Errorf("%s log: %w", name, err)
 	}
 	cmd := exec.Command(filepath.Join(n.binDir, name), args...)
-	cmd.Stdout, cmd.Stderr, cmd.Dir = logFile, logFile, n.dir
+	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), "PATH="+n.binDir+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("%s start: %w", name, err)
+	p, err := run(cmd, name, logPath, logFile)
+	if err != nil {
+		return nil, err
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		err := cmd.Wait()
-		logFile.Close()
-		p.mu.Lock()
-		p.exitErr = err
-		p.mu.Unlock()
-		close(p.done)
-	}()
 	n.procs = append(n.procs, p)
 	return p, nil
 }
@@ -505,24 +495,7 @@ iptables:
 }
 
 func (e *Env) waitRealNodeReady(ctx context.Context, kubelet *process, timeout time.Duration) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range e.node.procs {
-			if done, err := p.exited(); done {
-				return false, p.failure(fmt.Errorf("exited early: %v", err))
-			}
-		}
-		var nd corev1.Node
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: NodeName}, &nd); err != nil {
-			return false, nil
-		}
-		for _, c := range nd.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
+	if err := e.waitNodeCondition(ctx, NodeName, e.node.procs, timeout); err != nil {
 		return kubelet.failure(fmt.Errorf("Node %s never became Ready: %w", NodeName, err))
 	}
 	return nil

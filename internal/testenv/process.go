@@ -37,9 +37,13 @@ func startProcess(dir, binDir, name string, args ...string) (*process, error) {
 		return nil, fmt.Errorf("%s log: %w", name, err)
 	}
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
 	cmd.Dir = dir
+	return run(cmd, name, logPath, logFile)
+}
+
+// run starts cmd with its output in logFile and follows it until it exits.
+func run(cmd *exec.Cmd, name, logPath string, logFile *os.File) (*process, error) {
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("%s start: %w", name, err)

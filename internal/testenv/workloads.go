@@ -127,23 +127,30 @@ func (e *Env) createFakeNode(ctx context.Context) error {
 
 // waitNodeReady waits until kwok has marked the fake Node Ready.
 func (e *Env) waitNodeReady(ctx context.Context, kwok *process, timeout time.Duration) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if done, err := kwok.exited(); done {
-			return false, fmt.Errorf("exited early: %v", err)
+	if err := e.waitNodeCondition(ctx, FakeNodeName, []*process{kwok}, timeout); err != nil {
+		return kwok.failure(fmt.Errorf("fake Node %s never became Ready: %w", FakeNodeName, err))
+	}
+	return nil
+}
+
+// waitNodeCondition waits until Node name is Ready, failing early when one
+// of the programs that make it Ready exits.
+func (e *Env) waitNodeCondition(ctx context.Context, name string, procs []*process, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range procs {
+			if done, err := p.exited(); done {
+				return false, p.failure(fmt.Errorf("exited early: %v", err))
+			}
 		}
-		var node corev1.Node
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: FakeNodeName}, &node); err != nil {
+		var nd corev1.Node
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, &nd); err != nil {
 			return false, nil
 		}
-		for _, c := range node.Status.Conditions {
+		for _, c := range nd.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
-	if err != nil {
-		return kwok.failure(fmt.Errorf("fake Node %s never became Ready: %w", FakeNodeName, err))
-	}
-	return nil
 }
