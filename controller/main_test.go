@@ -246,12 +246,19 @@ func ptrTo[T any](v T) *T { return &v }
 // reconciles returns how many reconciles ended with result.
 func (a *agent) reconciles(t *testing.T, result string) uint64 {
 	t.Helper()
+	return a.samples(t, "gitsync_reconcile_duration_seconds", result)
+}
+
+// samples returns the sample count of histogram name's series labelled
+// result.
+func (a *agent) samples(t *testing.T, name, result string) uint64 {
+	t.Helper()
 	mfs, err := a.metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "gitsync_reconcile_duration_seconds" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

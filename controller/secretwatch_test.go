@@ -19,23 +19,7 @@ import (
 // or error), from gitsync_fetch_duration_seconds.
 func (a *agent) fetches(t *testing.T, result string) uint64 {
 	t.Helper()
-	mfs, err := a.metrics.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "gitsync_fetch_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return 0
+	return a.samples(t, "gitsync_fetch_duration_seconds", result)
 }
 
 // waitFetches waits until n more fetches than now ended with result.
