@@ -2,13 +2,8 @@ package controller_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,51 +13,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/source"
 )
 
-// gitHost serves one repository with git http-backend on loopback behind
-// basic auth whose password a test can change, and can be shut down.
+// gitHost serves one repository on loopback (internal/gittest) behind basic
+// auth as user "git", whose password a test can change, and can be shut
+// down.
 type gitHost struct {
-	srv  *httptest.Server
-	url  string
-	mu   sync.Mutex
-	pass string
+	*gittest.Server
+	url string // the repository's URL
 }
 
 func newGitHost(t *testing.T, r *repo, pass string) *gitHost {
 	t.Helper()
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal("git CLI not installed")
-	}
 	root, name := filepath.Split(r.dir)
-	backend := &cgi.Handler{
-		Path: gitPath,
-		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
-	}
-	h := &gitHost{pass: pass}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		h.mu.Lock()
-		want := h.pass
-		h.mu.Unlock()
-		if u, p, ok := req.BasicAuth(); !ok || u != "git" || p != want {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		backend.ServeHTTP(w, req)
-	}))
-	t.Cleanup(h.srv.Close)
-	h.url = h.srv.URL + "/" + name
-	return h
-}
-
-func (h *gitHost) setPassword(p string) {
-	h.mu.Lock()
-	h.pass = p
-	h.mu.Unlock()
+	s := gittest.New(t, root, gittest.Options{User: "git", Password: pass})
+	return &gitHost{Server: s, url: s.URL + "/" + name}
 }
 
 // TestFaultGitSource: the Git side fails after a good sync. Each fault is
@@ -85,12 +52,12 @@ func TestFaultGitSource(t *testing.T) {
 		words   []string
 	}{
 		"host down": {
-			fault:  func(t *testing.T, h *gitHost, r *repo) { h.srv.CloseClientConnections(); h.srv.Close() },
+			fault:  func(t *testing.T, h *gitHost, r *repo) { h.Close() },
 			reason: source.ReasonHostUnreachable,
 			words:  []string{"unreachable", "connection refused"},
 		},
 		"auth revoked": {
-			fault:   func(t *testing.T, h *gitHost, r *repo) { h.setPassword("rotated") },
+			fault:   func(t *testing.T, h *gitHost, r *repo) { h.SetPassword("rotated") },
 			reason:  source.ReasonAuthenticationFailed,
 			stalled: true,
 			words:   []string{"rejected the username and password from Secret/", "/git-auth"},

@@ -105,9 +105,9 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 	}, {
 		name:   "wrong-url",
 		secret: good,
-		mutate: func(g *v1.GitSync) { withSecret(g); g.Spec.Source.URL = h.srv.URL + "/nope" },
+		mutate: func(g *v1.GitSync) { withSecret(g); g.Spec.Source.URL = h.URL + "/nope" },
 		reason: source.ReasonRepositoryNotFound,
-		words:  []string{"repository " + h.srv.URL + "/nope: not found", "check spec.source.url"},
+		words:  []string{"repository " + h.URL + "/nope: not found", "check spec.source.url"},
 		fix:    fixSpec(func(g *v1.GitSync) { g.Spec.Source.URL = h.url }),
 	}}
 	if len(cases) != len(names) {

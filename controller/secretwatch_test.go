@@ -94,7 +94,7 @@ func TestSecretChangeRequeues(t *testing.T) {
 		return strings.Contains(g.Status.LastAppliedRevision, first)
 	})
 
-	h.setPassword("n3w")
+	h.SetPassword("n3w")
 	second := r.commit(map[string]string{"deploy/b.yaml": configMap("b", "1")})
 	request(t, c, key, "after-rotation")
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionFalse, nil)

@@ -3,16 +3,14 @@
 package e2e
 
 import (
-	"errors"
 	"net"
-	"net/http"
-	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"gitsync.dev/gitsync/internal/gittest"
 )
 
 // gitRepo is a bare repository served read-only over smart HTTP on the host
@@ -38,25 +36,8 @@ func newGitRepo(t *testing.T, host string) *gitRepo {
 	r.git(r.work, "init", "--initial-branch=main")
 	r.git(r.work, "remote", "add", "origin", bare)
 
-	execPath := strings.TrimSpace(r.git("", "--exec-path"))
-	backend := &cgi.Handler{
-		Path: filepath.Join(execPath, "git-http-backend"),
-		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "srv"), "GIT_HTTP_EXPORT_ALL=1"},
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/git/", http.StripPrefix("/git", backend))
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("git server: %v", err)
-		}
-	}()
-	t.Cleanup(func() { _ = srv.Close() })
-	r.URL = "http://" + l.Addr().String() + "/git/repo.git"
+	srv := gittest.New(t, filepath.Join(root, "srv"), gittest.Options{Addr: net.JoinHostPort(host, "0"), Prefix: "/git"})
+	r.URL = srv.URL + "/repo.git"
 	return r
 }
 

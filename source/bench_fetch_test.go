@@ -86,9 +86,9 @@ func writeCA(b *testing.B, srv *gitHTTPServer) string {
 }
 
 func reportServer(b *testing.B, srv *gitHTTPServer) {
-	b.ReportMetric(float64(srv.listRefs.Load()+srv.uploadPack.Load())/float64(b.N), "requests/op")
-	b.ReportMetric(float64(srv.uploadPack.Load())/float64(b.N), "upload-packs/op")
-	b.ReportMetric(float64(srv.bytes.Load())/float64(b.N), "resp-bytes/op")
+	b.ReportMetric(float64(srv.ListRefs.Load()+srv.UploadPack.Load())/float64(b.N), "requests/op")
+	b.ReportMetric(float64(srv.UploadPack.Load())/float64(b.N), "upload-packs/op")
+	b.ReportMetric(float64(srv.Bytes.Load())/float64(b.N), "resp-bytes/op")
 }
 
 // BenchmarkPollNoChange: one poll of an unchanged remote, i.e. Resolve plus
@@ -108,7 +108,7 @@ func BenchmarkPollNoChange(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv.resetCounts()
+		srv.ResetCounts()
 		for b.Loop() {
 			rev, err := f.Resolve(b.Context(), src)
 			if err != nil {
@@ -124,7 +124,7 @@ func BenchmarkPollNoChange(b *testing.B) {
 		ca := writeCA(b, srv)
 		clone := b.TempDir()
 		gitCLI(b, clone, ca, "clone", "-q", "--depth=1", "--single-branch", "--branch=main", src.URL, ".")
-		srv.resetCounts()
+		srv.ResetCounts()
 		for b.Loop() {
 			gitCLI(b, clone, ca, "fetch", "-q", "--depth=1", "origin", "main")
 		}
@@ -150,7 +150,7 @@ func BenchmarkFetchOneNewCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv.resetCounts()
+		srv.ResetCounts()
 		for b.Loop() {
 			b.StopTimer()
 			n++
@@ -174,7 +174,7 @@ func BenchmarkFetchOneNewCommit(b *testing.B) {
 		ca := writeCA(b, srv)
 		clone := b.TempDir()
 		gitCLI(b, clone, ca, "clone", "-q", "--depth=1", "--single-branch", "--branch=main", src.URL, ".")
-		srv.resetCounts()
+		srv.ResetCounts()
 		for b.Loop() {
 			b.StopTimer()
 			n++

@@ -153,12 +153,12 @@ func TestCacheUnchangedHeadCostsNoFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.resetCounts()
+	srv.ResetCounts()
 	second, err := c.Get(t.Context(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := [3]int64{srv.listRefs.Load(), srv.uploadPack.Load(), r.calls.Load()}
+	got := [3]int64{srv.ListRefs.Load(), srv.UploadPack.Load(), r.calls.Load()}
 	if want := [3]int64{1, 0, 1}; got != want {
 		t.Errorf("second Get: [info/refs, upload-pack, renders] = %v, want %v", got, want)
 	}
@@ -184,7 +184,7 @@ func TestCacheConcurrentGetSharesOneFetch(t *testing.T) {
 		wg.Go(func() { results[i], errs[i] = c.Get(t.Context(), src) })
 	}
 	<-r.started // one render is in flight and blocked
-	for srv.listRefs.Load() < callers {
+	for srv.ListRefs.Load() < callers {
 		// every caller has resolved; each is now joining the flight or waiting
 		// for the repository lock. This is synchronisation, not a timing assert.
 		runtimeYield()
@@ -199,7 +199,7 @@ func TestCacheConcurrentGetSharesOneFetch(t *testing.T) {
 			t.Errorf("caller %d got a different render", i)
 		}
 	}
-	if got := [2]int64{srv.uploadPack.Load(), r.calls.Load()}; got != [2]int64{1, 1} {
+	if got := [2]int64{srv.UploadPack.Load(), r.calls.Load()}; got != [2]int64{1, 1} {
 		t.Errorf("[upload-pack requests, renders] = %v, want [1 1]", got)
 	}
 }

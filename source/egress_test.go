@@ -104,7 +104,7 @@ func TestEgressGuardsGitRemotes(t *testing.T) {
 			t.Fatalf("Git traffic does not go through the Dialer; not trying %s", tc.url)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			web.resetCounts()
+			web.ResetCounts()
 			sshd.uploads.Store(0)
 			rec := &dialRecorder{}
 			d := &egress.Dialer{
@@ -131,7 +131,7 @@ func TestEgressGuardsGitRemotes(t *testing.T) {
 			if len(rec.addrs) != 0 {
 				t.Errorf("recorder saw dials %v, want none", rec.addrs)
 			}
-			if n := web.listRefs.Load() + sshd.uploads.Load(); n != 0 {
+			if n := web.ListRefs.Load() + sshd.uploads.Load(); n != 0 {
 				t.Errorf("servers saw %d requests, want none", n)
 			}
 		})

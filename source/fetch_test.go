@@ -253,20 +253,20 @@ func TestResolveUnchangedHeadCostsNoFetch(t *testing.T) {
 		}
 	}
 	poll()
-	if got := tr.http.uploadPack.Load(); got != 1 {
+	if got := tr.http.UploadPack.Load(); got != 1 {
 		t.Fatalf("first poll: %d upload-pack requests, want 1", got)
 	}
-	tr.http.resetCounts()
+	tr.http.ResetCounts()
 	poll()
 	poll()
-	if got, want := [2]int64{tr.http.listRefs.Load(), tr.http.uploadPack.Load()}, [2]int64{2, 0}; got != want {
+	if got, want := [2]int64{tr.http.ListRefs.Load(), tr.http.UploadPack.Load()}, [2]int64{2, 0}; got != want {
 		t.Errorf("two unchanged polls: [info/refs, upload-pack] = %v, want %v", got, want)
 	}
 
 	repo.commit("two", map[string]string{"a.yaml": "a: 2\n"})
-	tr.http.resetCounts()
+	tr.http.ResetCounts()
 	poll()
-	if got := tr.http.uploadPack.Load(); got != 1 {
+	if got := tr.http.UploadPack.Load(); got != 1 {
 		t.Errorf("poll after a push: %d upload-pack requests, want 1", got)
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +19,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"gitsync.dev/gitsync/internal/gittest"
 )
 
 // testRepo is a real Git repository in t.TempDir(), driven by the git CLI.
@@ -89,76 +88,21 @@ func (r *testRepo) commit(msg string, files map[string]string) string {
 
 func (r *testRepo) head() string { r.t.Helper(); return r.git("rev-parse", "HEAD") }
 
-// gitHTTPServer is `git http-backend` behind net/http/cgi on a loopback TLS
-// listener, with optional basic auth, counting requests and response bytes.
+// gitHTTPServer is the shared loopback Git server (internal/gittest) over
+// TLS, with optional basic auth, counting requests and response bytes.
 type gitHTTPServer struct {
-	URL string // https://127.0.0.1:port
-	CA  []byte // PEM of the server certificate, for Auth.CAData
-
+	*gittest.Server
 	user, pass string
-	listRefs   atomic.Int64 // GET .../info/refs
-	uploadPack atomic.Int64 // POST .../git-upload-pack (object transfer)
-	bytes      atomic.Int64 // response body bytes
 }
 
 func newGitHTTPServer(t testing.TB, root, user, pass string) *gitHTTPServer {
 	t.Helper()
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git CLI not installed")
-	}
-	s := &gitHTTPServer{user: user, pass: pass}
-	backend := &cgi.Handler{
-		Path: gitPath,
-		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
-		// GIT_TRACE_PACKET=<file> in the test environment traces the server side.
-		InheritEnv: []string{"GIT_TRACE_PACKET"},
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.user != "" {
-			u, p, ok := r.BasicAuth()
-			if !ok || u != s.user || p != s.pass {
-				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/info/refs"):
-			s.listRefs.Add(1)
-		case strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
-			s.uploadPack.Add(1)
-		}
-		backend.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.bytes}, r)
-	}))
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL
-	s.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return s
+	return &gitHTTPServer{Server: gittest.New(t, root, gittest.Options{TLS: true, User: user, Password: pass}), user: user, pass: pass}
 }
 
 // auth returns the credentials the server accepts.
 func (s *gitHTTPServer) auth() *Auth {
 	return &Auth{Username: s.user, Password: s.pass, CAData: s.CA}
-}
-
-func (s *gitHTTPServer) resetCounts() {
-	s.listRefs.Store(0)
-	s.uploadPack.Store(0)
-	s.bytes.Store(0)
-}
-
-type countingWriter struct {
-	http.ResponseWriter
-	n *atomic.Int64
-}
-
-func (w *countingWriter) Write(p []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(p)
-	w.n.Add(int64(n))
-	return n, err
 }
 
 // gitSSHServer is an in-test SSH server (golang.org/x/crypto/ssh) that runs

@@ -1,43 +1,25 @@
 package main
 
 import (
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"gitsync.dev/gitsync/internal/gittest"
 )
 
-// newGitHTTPServer serves the repositories under root with git http-backend
-// on a loopback port and returns its base URL. With a user it requires
+// newGitHTTPServer serves the repositories under root on a loopback port
+// (internal/gittest) and returns its base URL. With a user it requires
 // basic auth.
 func newGitHTTPServer(t *testing.T, root string, userPass ...string) string {
 	t.Helper()
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal("git CLI not installed")
+	var o gittest.Options
+	if len(userPass) == 2 {
+		o.User, o.Password = userPass[0], userPass[1]
 	}
-	backend := &cgi.Handler{
-		Path: gitPath,
-		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root},
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(userPass) == 2 {
-			if u, p, ok := r.BasicAuth(); !ok || u != userPass[0] || p != userPass[1] {
-				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return gittest.New(t, root, o).URL
 }
 
 // TestDiffURLOverHTTP reads a repository from a loopback Git HTTP server at a

@@ -3,17 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/cgi"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
 )
 
@@ -42,13 +37,17 @@ func serve(ctx context.Context, dir, gitAddr string) error {
 		return err
 	}
 
-	gitURL, srv, err := serveGit(filepath.Join(dir, "git"), gitAddr)
-	if err != nil {
+	gitRoot := filepath.Join(dir, "git")
+	if err := os.MkdirAll(gitRoot, 0o755); err != nil {
 		return err
 	}
-	defer srv.Close()
+	git, err := gittest.Start(gitRoot, gittest.Options{Addr: gitAddr, Prefix: "/git"})
+	if err != nil {
+		return fmt.Errorf("%w (is another demo running? pick another address with --git-addr)", err)
+	}
+	defer git.Close()
 
-	st, _ := json.Marshal(state{Kubeconfig: kubeconfig, GitURL: gitURL})
+	st, _ := json.Marshal(state{Kubeconfig: kubeconfig, GitURL: git.URL})
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), st, 0o600); err != nil {
 		return err
 	}
@@ -56,33 +55,4 @@ func serve(ctx context.Context, dir, gitAddr string) error {
 	<-ctx.Done()
 	fmt.Println("stopping")
 	return nil
-}
-
-// serveGit serves the bare repositories under root over smart HTTP (git
-// http-backend behind net/http/cgi) on addr.
-func serveGit(root, addr string) (string, *http.Server, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", nil, err
-	}
-	execPath, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		return "", nil, fmt.Errorf("find git: %w", err)
-	}
-	backend := &cgi.Handler{
-		Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/git/", http.StripPrefix("/git", backend))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("Git server: %w (is another demo running? pick another address with --git-addr)", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "git server:", err)
-		}
-	}()
-	return "http://" + l.Addr().String() + "/git", srv, nil
 }
