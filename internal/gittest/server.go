@@ -164,4 +164,3 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n.Add(int64(n))
 	return n, err
 }
-
