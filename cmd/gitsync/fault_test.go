@@ -53,8 +53,9 @@ func (s *syncBuf) String() string {
 // environment variables, without leader election, until the test ends.
 func startAgentProc(t *testing.T, ns string, extraEnv ...string) *runProc {
 	t.Helper()
+	addrs := freeAddrs(t, 3)
 	args := []string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
-		"--metrics-addr", freeAddr(t), "--health-addr", freeAddr(t), "--webhook-addr", freeAddr(t),
+		"--metrics-addr", addrs[0], "--health-addr", addrs[1], "--webhook-addr", addrs[2],
 		"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
 	p := &runProc{log: &syncBuf{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)

@@ -32,20 +32,28 @@ type agentProc struct {
 	metrics, health, webhook string
 }
 
-func freeAddr(t *testing.T) string {
+// freeAddrs returns n distinct free loopback addresses: all are held open
+// until every one is picked, so the kernel cannot hand the same port out
+// twice (an agent's metrics and webhook listeners once got one port).
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // startRun starts the real binary against the test control plane.
 func startRun(t *testing.T, ns string, extra ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{log: &bytes.Buffer{}, metrics: freeAddr(t), health: freeAddr(t), webhook: freeAddr(t)}
+	addrs := freeAddrs(t, 3)
+	a := &agentProc{log: &bytes.Buffer{}, metrics: addrs[0], health: addrs[1], webhook: addrs[2]}
 	args := append([]string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
 		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", a.webhook,
 		"--cache-dir", t.TempDir(), "--log-format", "json",

@@ -175,9 +175,9 @@ func binDir(t *testing.T) string {
 
 func freeAddrT(t *testing.T) string {
 	t.Helper()
-	a, err := freeAddr()
+	a, err := freeAddrs(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return a[0]
 }

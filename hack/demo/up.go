@@ -57,18 +57,11 @@ func up(ctx context.Context, cfg config) error {
 	}
 	say("serving every example as %s (examples/ inside; examples/gitsyncs-local points GitSyncs at it)", examples.url)
 
-	hookAddr, err := freeAddr()
+	addrs, err := freeAddrs(3)
 	if err != nil {
 		return err
 	}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
+	hookAddr, metricsAddr, healthAddr := addrs[0], addrs[1], addrs[2]
 	say("starting `gitsync run` (webhooks on %s, metrics on http://%s/metrics)", hookAddr, metricsAddr)
 	if _, err := startBackground(dir, "gitsync", bin, "run",
 		"--kubeconfig", st.Kubeconfig, "--install-crds", "--leader-elect=false",
@@ -166,13 +159,19 @@ func withLog(dir string, err error) error {
 	return fmt.Errorf("%w\n--- last lines of %s/gitsync.log ---\n%s", err, dir, logTail(dir, "gitsync"))
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs returns n distinct free loopback addresses: each is held open
+// until all are picked, so the kernel cannot hand out one port twice.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+	return addrs, nil
 }
 
 func short(commit string) string {
