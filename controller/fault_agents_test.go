@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -265,29 +264,5 @@ var unstructuredConfigMapList = func() unstructured.UnstructuredList {
 // it is served.
 func createWidgetCRD(t *testing.T, group string) {
 	t.Helper()
-	c := setup(t)
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptrTo(true),
-				}},
-			}},
-		},
-	}
-	if err := c.Create(context.Background(), crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
-	eventually(t, "Widget kind served", func(ctx context.Context) (bool, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion(group + "/v1")
-		l.SetKind("WidgetList")
-		return c.List(ctx, l) == nil, nil
-	})
+	createCRD(t, setup(t), testCRD(group, "Widget"))
 }

@@ -46,25 +46,7 @@ func TestKindNotServedIsNotReady(t *testing.T) {
 		t.Errorf("Ready message %q / lastAppliedRevision %q: want the skipped kind named and no applied revision", msg, got.Status.LastAppliedRevision)
 	}
 
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type:                   "object",
-					XPreserveUnknownFields: ptrTo(true),
-				}},
-			}},
-		},
-	}
-	if err := c.Create(context.Background(), crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+	createCRD(t, c, testCRD(group, "Gadget"))
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
 	gadget := &unstructured.Unstructured{}
 	gadget.SetAPIVersion(group + "/v1")
@@ -87,14 +69,8 @@ func TestUnservedKindIsNotAbsent(t *testing.T) {
 	ctx := context.Background()
 	startAgent(t, agentOptions{namespace: ns})
 	group := rand.String(6) + ".example.com"
-	crd := gadgetCRD(group)
-	if err := c.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
-	eventually(t, "Gadget served", func(ctx context.Context) (bool, error) {
-		return servedGadgets(ctx, c, group, ns) == nil, nil
-	})
+	crd := testCRD(group, "Gadget")
+	createCRD(t, c, crd)
 	r := newRepo(t)
 	r.commit(map[string]string{
 		"deploy/a.yaml":      configMap("a", "1"),
@@ -138,12 +114,15 @@ func TestUnservedKindIsNotAbsent(t *testing.T) {
 	}
 }
 
-func gadgetCRD(group string) *apiextensionsv1.CustomResourceDefinition {
+// testCRD is a namespaced kind in group, version v1, keeping any fields:
+// plural is kind in lower case plus "s".
+func testCRD(group, kind string) *apiextensionsv1.CustomResourceDefinition {
+	lower := strings.ToLower(kind)
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
+		ObjectMeta: metav1.ObjectMeta{Name: lower + "s." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: lower + "s", Singular: lower, Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
@@ -154,6 +133,22 @@ func gadgetCRD(group string) *apiextensionsv1.CustomResourceDefinition {
 			}},
 		},
 	}
+}
+
+// createCRD creates crd, deletes it when the test ends, and waits until its
+// kind is served.
+func createCRD(t *testing.T, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	if err := c.Create(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+	eventually(t, crd.Spec.Names.Kind+" kind served", func(ctx context.Context) (bool, error) {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion(crd.Spec.Group + "/v1")
+		l.SetKind(crd.Spec.Names.ListKind)
+		return c.List(ctx, l) == nil, nil
+	})
 }
 
 // setServed switches the Gadget CRD's only version on or off and waits
@@ -206,14 +201,8 @@ func TestUnservedKindHoldsTheFinalizer(t *testing.T) {
 	ctx := context.Background()
 	startAgent(t, agentOptions{namespace: ns})
 	group := rand.String(6) + ".example.com"
-	crd := gadgetCRD(group)
-	if err := c.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
-	eventually(t, "Gadget served", func(ctx context.Context) (bool, error) {
-		return servedGadgets(ctx, c, group, ns) == nil, nil
-	})
+	crd := testCRD(group, "Gadget")
+	createCRD(t, c, crd)
 	r := newRepo(t)
 	r.commit(map[string]string{"deploy/gadget.yaml": "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata:\n  name: g\n"})
 	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
