@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -176,14 +175,8 @@ func TestDiffGitSyncReadsSecretAsTheAgent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "app.git")
-	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "a")
 	const password = "s3cret-never-printed"
-	server := newGitHTTPServer(t, root, "alice", password)
+	server := serveAppRepo(t, "alice", password)
 	c := statusClient(t)
 	for name, data := range map[string]map[string][]byte{
 		"unknown-keys": {"user": []byte("alice"), "pass": []byte(password)},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,14 +14,8 @@ import (
 func TestDiffURLGitErrorsSayWhatHappened(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "app.git")
-	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "a")
 	const password = "pa55-w0rd-never-printed"
-	server := newGitHTTPServer(t, root, "alice", password)
+	server := serveAppRepo(t, "alice", password)
 	url := server + "/app.git"
 	good := []string{gitEnvUsername + "=alice", gitEnvPassword + "=" + password}
 

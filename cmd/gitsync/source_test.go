@@ -10,6 +10,20 @@ import (
 	"gitsync.dev/gitsync/internal/gittest"
 )
 
+// serveAppRepo serves, behind basic auth as user, a repository app.git
+// whose branch main holds ConfigMap a in a.yaml, and returns the server's
+// base URL.
+func serveAppRepo(t *testing.T, user, password string) string {
+	t.Helper()
+	root := t.TempDir()
+	repo := filepath.Join(root, "app.git")
+	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a")
+	return newGitHTTPServer(t, root, user, password)
+}
+
 // newGitHTTPServer serves the repositories under root on a loopback port
 // (internal/gittest) and returns its base URL. With a user it requires
 // basic auth.
