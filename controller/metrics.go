@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gitsync_reconcile_duration_seconds",
-			Help:    "Duration of GitSync reconciles by result (success, stalled, retry, suspended, deleted).",
+			Help:    "Duration of GitSync reconciles by result (success, waiting, stalled, retry, suspended, deleted).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
 		}, []string{"result"}),
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
