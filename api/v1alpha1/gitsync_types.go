@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -125,6 +126,157 @@ type GitSyncSpec struct {
 	// Source.URL, so a push is applied without waiting for Interval.
 	// +optional
 	Webhook *WebhookSpec `json:"webhook,omitempty"`
+
+	// Helm renders Source.Path as a Helm chart (it holds a Chart.yaml), like
+	// `helm template`: no release is installed and no release Secret is
+	// written; the objects are applied, diffed, pruned and health-checked like
+	// any others. Without this field a chart directory is rendered with the
+	// chart's own default values.
+	// +optional
+	Helm *HelmSpec `json:"helm,omitempty"`
+
+	// DependsOn lists GitSyncs that must be Ready at their current generation
+	// before this one applies anything. A cycle is reported as Stalled.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+
+	// Ignore holds extra ignore rules in .gitignore syntax, one per line,
+	// matched against paths from the repository root; they add to the
+	// .gitsyncignore files in the repository and to the defaults.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	Ignore string `json:"ignore,omitempty"`
+
+	// Substitute maps variable names to values replacing ${NAME} (and
+	// ${NAME:=default}) in the rendered manifests.
+	// +optional
+	Substitute map[string]string `json:"substitute,omitempty"`
+
+	// SubstituteFrom reads more variables from ConfigMaps and Secrets in the
+	// GitSync's namespace; later entries win over earlier ones, and
+	// Substitute wins over all of them. Values read from Secrets are masked
+	// wherever a diff shows them.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+
+	// SubstituteStrict makes a ${NAME} without a value and without a default
+	// an error naming the variable and the object. Defaults to true; false
+	// replaces it with the empty string.
+	// +kubebuilder:default=true
+	// +optional
+	SubstituteStrict *bool `json:"substituteStrict,omitempty"`
+
+	// Decryption decrypts SOPS-encrypted Secrets from the repository before
+	// applying them. Decrypted values are never written to disk, logs,
+	// status, events or diffs.
+	// +optional
+	Decryption *DecryptionSpec `json:"decryption,omitempty"`
+
+	// CommitStatus reports each attempt on the applied commit through the Git
+	// host's API: pending while applying, success when Ready, failure with
+	// the reason. A failure to post never blocks syncing.
+	// +optional
+	CommitStatus *CommitStatusSpec `json:"commitStatus,omitempty"`
+}
+
+// HelmSpec says how to render a chart directory.
+type HelmSpec struct {
+	// ReleaseName is the release name the templates see. Defaults to the
+	// GitSync's name.
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	ReleaseName string `json:"releaseName,omitempty"`
+
+	// Namespace is the release namespace the templates see. Defaults to
+	// TargetNamespace, else the GitSync's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// ValuesFiles are values files inside the repository, relative to its
+	// root and confined to it like every path, merged in order over the
+	// chart's values.yaml.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+
+	// Values are merged last, over ValuesFiles.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// IncludeCRDs renders the chart's crds/ directory too. Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	IncludeCRDs *bool `json:"includeCRDs,omitempty"`
+}
+
+// DependencyReference names another GitSync.
+type DependencyReference struct {
+	// Name of the GitSync.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the GitSync; defaults to this GitSync's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// SubstituteReference names a ConfigMap or Secret whose data are variables.
+type SubstituteReference struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the object in the GitSync's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Optional lets the sync go on when the object does not exist.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// DecryptionSpec says how to decrypt encrypted manifests.
+type DecryptionSpec struct {
+	// Provider is the encryption format; only sops is known.
+	// +kubebuilder:validation:Enum=sops
+	Provider string `json:"provider"`
+	// SecretRef names a Secret in the GitSync's namespace whose keys ending
+	// in ".agekey" hold age identities (AGE-SECRET-KEY-1...).
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
+
+// CommitStatusSpec says where to report the state of each applied commit.
+type CommitStatusSpec struct {
+	// Provider is the Git host's API flavour.
+	// +kubebuilder:validation:Enum=github;gitlab;gitea;bitbucket
+	Provider string `json:"provider"`
+	// SecretRef names a Secret in the GitSync's namespace whose "token" key
+	// is the API token (for bitbucket, "username" and "password" with an
+	// app password).
+	SecretRef LocalObjectReference `json:"secretRef"`
+	// Address is the API's base URL, for self-hosted hosts; by default it is
+	// derived from Source.URL (https://api.github.com, https://HOST/api/v4,
+	// https://HOST/api/v1, https://api.bitbucket.org/2.0).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	Address string `json:"address,omitempty"`
+	// Context names the status on the commit; defaults to
+	// "gitsync/NAMESPACE/NAME".
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Context string `json:"context,omitempty"`
 }
 
 // GitSource is one path of one repository at one ref.
@@ -319,4 +471,26 @@ const (
 	// protected (the GitSync itself, the GitSync CRD, the agent's own
 	// workload, ServiceAccount, RBAC or Namespace) and was kept.
 	ReasonPruneProtected = "PruneProtected"
+	// ReasonDependencyNotReady: a GitSync in spec.dependsOn is missing or
+	// not Ready at its current generation; nothing was applied.
+	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonDependencyCycle: spec.dependsOn leads back to this GitSync.
+	ReasonDependencyCycle = "DependencyCycle"
+	// ReasonDecryptionFailed: a SOPS-encrypted file could not be decrypted
+	// with the configured keys; the message names the file.
+	ReasonDecryptionFailed = "DecryptionFailed"
+	// ReasonSubstitutionFailed: a variable had no value and no default in
+	// strict mode, or a substituteFrom object could not be read.
+	ReasonSubstitutionFailed = "SubstitutionFailed"
+)
+
+// Annotations read on rendered objects.
+const (
+	// AnnotationWave orders applies within one sync: objects apply in
+	// ascending integer wave (default "0") after the built-in stages
+	// (CRDs and Namespaces first); with spec.wait each wave waits for the
+	// previous one to be healthy.
+	AnnotationWave = "gitsync.dev/wave"
+	// AnnotationSubstitute set to "disabled" leaves an object's ${...} as is.
+	AnnotationSubstitute = "gitsync.dev/substitute"
 )
