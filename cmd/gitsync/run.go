@@ -149,6 +149,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return withExitCode(exitError, err)
 	}
 	ctrl.SetLogger(log)
+	setMemoryLimit(log)
 	cfg, err := o.restConfig()
 	if err != nil {
 		return withExitCode(exitError, err)
