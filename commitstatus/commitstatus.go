@@ -242,7 +242,6 @@ func clip(s string, n int) string {
 	return s[:cut] + ellipsis
 }
 
-
 func (c Credentials) needToken(provider string) error {
 	if c.Token == "" {
 		return fmt.Errorf("%s credentials missing: the Secret needs a token key", provider)
