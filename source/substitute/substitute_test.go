@@ -69,8 +69,8 @@ func TestObjects(t *testing.T) {
 			want: "apiVersion: '${V}'\nkind: '${V}'\nmetadata: {name: c, labels: {'${V}': x}}\nsops: {mac: '${V}'}\nspec: {args: [x, 1, true]}",
 		},
 		{
-			name: "opt-out annotation",
-			in:   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, annotations: {gitsync.dev/substitute: disabled}}\ndata: {a: '${UNDEFINED}'}",
+			name:   "opt-out annotation",
+			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, annotations: {gitsync.dev/substitute: disabled}}\ndata: {a: '${UNDEFINED}'}",
 			strict: true,
 			want:   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, annotations: {gitsync.dev/substitute: disabled}}\ndata: {a: '${UNDEFINED}'}",
 		},
