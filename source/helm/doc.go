@@ -1,0 +1,19 @@
+// Package helm renders a Helm chart directory of a repository into
+// manifests, as `helm template` would, with the Helm SDK as a library.
+//
+// Contract:
+//   - Pure: every byte comes through the caller's Files, which confines reads
+//     to the repository and charges them against the render's caps. Helm's own
+//     directory loader is not used (it follows symlinks anywhere). Nothing is
+//     fetched: dependencies must be vendored under the chart's charts/
+//     directory, `lookup` sees an empty cluster, DNS functions answer "", and
+//     values.schema.json is not validated (Helm's validator resolves $ref
+//     against the agent's disk and the network).
+//   - Capabilities are fixed (KubeVersion, all API versions client-go knows),
+//     so one commit renders the same on every cluster and every run.
+//   - Test hooks (helm.sh/hook: test, test-success) are dropped; other hooks are
+//     kept as plain objects, applied with the rest. NOTES.txt and partials are
+//     not objects. No release or release Secret is ever written.
+//   - Output is bytes per manifest document, named by its path in the
+//     repository; decoding, validation and the object caps stay with the caller.
+package helm

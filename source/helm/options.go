@@ -1,0 +1,79 @@
+package helm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+)
+
+// Files reads a repository for a render, confined to its root. Paths are
+// "/"-separated and relative to the repository root.
+type Files interface {
+	// ReadDir lists dir's entries sorted by name.
+	ReadDir(dir string) ([]fs.DirEntry, error)
+	// Stat follows symlinks that stay inside the root and fails on others;
+	// a missing file's error satisfies errors.Is(err, fs.ErrNotExist).
+	Stat(name string) (fs.FileInfo, error)
+	// ReadFile reads a regular file, charging it against the render's caps.
+	ReadFile(ctx context.Context, name string) ([]byte, error)
+}
+
+// DefaultKubeVersion is the Kubernetes version templates see in
+// .Capabilities.KubeVersion: the version of the client libraries gitsync is
+// built with, not the target cluster's, so a render is the same everywhere.
+const DefaultKubeVersion = "v1.37.0"
+
+// Options says how to render one chart.
+type Options struct {
+	// ReleaseName is .Release.Name; charts name objects after it. Required.
+	ReleaseName string
+	// Namespace is .Release.Namespace. Required.
+	Namespace string
+	// ValuesFiles are values files relative to the repository root, merged
+	// in order over the chart's values.yaml; they are read through Files,
+	// so a file outside the repository is refused like any path.
+	ValuesFiles []string
+	// Values are merged last, over ValuesFiles (spec.helm.values).
+	Values map[string]any
+	// IncludeCRDs adds the files under the chart's (and subcharts') crds/.
+	IncludeCRDs bool
+	// KubeVersion is .Capabilities.KubeVersion and what Chart.yaml's
+	// kubeVersion constraint is checked against; DefaultKubeVersion if empty.
+	KubeVersion string
+	// MaxOutputBytes caps the rendered manifests' total size, so a template
+	// cannot turn a small repository into an unbounded render; 0 means 64 MiB.
+	MaxOutputBytes int
+}
+
+// DefaultOptions renders with CRDs and the default Kubernetes version; the
+// caller sets ReleaseName and Namespace.
+func DefaultOptions() Options {
+	return Options{IncludeCRDs: true, KubeVersion: DefaultKubeVersion, MaxOutputBytes: 64 << 20}
+}
+
+// Digest names the options for cache keys: equal options give equal digests
+// (values are hashed in canonical JSON, so key order does not matter). The
+// values files' contents are not included: they are in the repository tree.
+func (o Options) Digest() string {
+	b, _ := json.Marshal(struct {
+		R, N, K string
+		F       []string
+		V       map[string]any
+		C       bool
+		M       int
+	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.MaxOutputBytes})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Manifest is one rendered YAML document.
+type Manifest struct {
+	// Path names where it came from: the template's (or CRD file's) path in
+	// the repository when the chart is a directory; inside a packaged
+	// subchart, the path it would have if unpacked.
+	Path string
+	// Data is the document, without separators.
+	Data []byte
+}

@@ -1,0 +1,296 @@
+package helm
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+// rootFiles is Files over an os.Root, the confinement the render package
+// uses, without its caps.
+type rootFiles struct{ root *os.Root }
+
+func (r rootFiles) ReadDir(dir string) ([]fs.DirEntry, error) {
+	return fs.ReadDir(r.root.FS(), dir)
+}
+
+func (r rootFiles) Stat(name string) (fs.FileInfo, error) { return r.root.Stat(name) }
+
+func (r rootFiles) ReadFile(_ context.Context, name string) ([]byte, error) {
+	return r.root.ReadFile(name)
+}
+
+// writeTree writes files (path → content) below dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func openRoot(t *testing.T, dir string) rootFiles {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return rootFiles{root}
+}
+
+// webChart is a chart with values, release fields, a vendored dependency
+// with a condition, a CRD, a partial, NOTES.txt, a test hook and an install
+// hook.
+var webChart = map[string]string{
+	"charts/web/Chart.yaml": `apiVersion: v2
+name: web
+version: 0.1.0
+dependencies:
+- name: cache
+  version: 0.1.0
+  condition: cache.enabled
+`,
+	"charts/web/values.yaml":            "replicas: 1\nimage: nginx:1.27\ncache:\n  enabled: true\n  size: 1\n",
+	"charts/web/.helmignore":            "*.bak\n",
+	"charts/web/templates/_helpers.tpl": `{{- define "web.name" -}}{{ .Release.Name }}-web{{- end -}}`,
+	"charts/web/templates/NOTES.txt":    "Thanks for installing {{ .Release.Name }}.\n",
+	"charts/web/templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "web.name" . }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: {{ .Values.replicas }}
+  template:
+    spec:
+      containers:
+      - name: web
+        image: {{ .Values.image }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "web.name" . }}
+`,
+	"charts/web/templates/old.yaml.bak": "not: a manifest\n",
+	"charts/web/templates/tests/ping.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-ping
+  annotations:
+    helm.sh/hook: test
+`,
+	"charts/web/templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+`,
+	"charts/web/crds/widgets.yaml":                 "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
+	"charts/web/charts/cache/Chart.yaml":           "apiVersion: v2\nname: cache\nversion: 0.1.0\n",
+	"charts/web/charts/cache/values.yaml":          "size: 5\n",
+	"charts/web/charts/cache/templates/store.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cache\ndata:\n  size: {{ .Values.size | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n",
+	"env/prod.yaml":                                "replicas: 3\ncache:\n  size: 9\n",
+}
+
+// summary is what a test compares: one line per document.
+func summary(t *testing.T, ms []Manifest) []string {
+	t.Helper()
+	var out []string
+	for _, m := range ms {
+		var o struct {
+			Kind     string
+			Metadata struct{ Name, Namespace string }
+			Spec     struct{ Replicas int }
+			Data     map[string]string
+		}
+		if err := yaml.Unmarshal(m.Data, &o); err != nil {
+			t.Fatalf("%s: %v", m.Path, err)
+		}
+		line := m.Path + " " + o.Kind + "/" + o.Metadata.Name
+		if o.Metadata.Namespace != "" {
+			line += " ns=" + o.Metadata.Namespace
+		}
+		if o.Spec.Replicas != 0 {
+			line += " replicas=" + strings.Repeat("I", o.Spec.Replicas)
+		}
+		if o.Data["size"] != "" {
+			line += " size=" + o.Data["size"] + " kube=" + o.Data["kube"]
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func TestRender(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, webChart)
+	files := openRoot(t, dir)
+	base := DefaultOptions()
+	base.ReleaseName, base.Namespace = "shop", "prod"
+
+	tests := []struct {
+		name string
+		opts func(*Options)
+		want []string
+	}{
+		{
+			name: "chart defaults",
+			want: []string{
+				"charts/web/crds/widgets.yaml CustomResourceDefinition/widgets.example.com",
+				"charts/web/charts/cache/templates/store.yaml ConfigMap/shop-cache size=1 kube=v1.37.0",
+				"charts/web/templates/deploy.yaml Deployment/shop-web ns=prod replicas=I",
+				"charts/web/templates/deploy.yaml Service/shop-web",
+				"charts/web/templates/migrate.yaml Job/shop-migrate",
+			},
+		},
+		{
+			name: "values files then inline values",
+			opts: func(o *Options) {
+				o.ValuesFiles = []string{"env/prod.yaml"}
+				o.Values = map[string]any{"replicas": 2}
+			},
+			want: []string{
+				"charts/web/crds/widgets.yaml CustomResourceDefinition/widgets.example.com",
+				"charts/web/charts/cache/templates/store.yaml ConfigMap/shop-cache size=9 kube=v1.37.0",
+				"charts/web/templates/deploy.yaml Deployment/shop-web ns=prod replicas=II",
+				"charts/web/templates/deploy.yaml Service/shop-web",
+				"charts/web/templates/migrate.yaml Job/shop-migrate",
+			},
+		},
+		{
+			name: "without CRDs, dependency disabled",
+			opts: func(o *Options) {
+				o.IncludeCRDs = false
+				o.Values = map[string]any{"cache": map[string]any{"enabled": false}}
+			},
+			want: []string{
+				"charts/web/templates/deploy.yaml Deployment/shop-web ns=prod replicas=I",
+				"charts/web/templates/deploy.yaml Service/shop-web",
+				"charts/web/templates/migrate.yaml Job/shop-migrate",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := base
+			if tt.opts != nil {
+				tt.opts(&opts)
+			}
+			ms, err := Render(context.Background(), files, "charts/web", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summary(t, ms)); diff != "" {
+				t.Errorf("rendered (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"secret.yaml": "replicas: 7\n"})
+	dir := t.TempDir()
+	writeTree(t, dir, webChart)
+	writeTree(t, dir, map[string]string{
+		"charts/nodep/Chart.yaml":        "apiVersion: v2\nname: nodep\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: 1.0.0\n  repository: https://charts.example.com\n",
+		"charts/broken/Chart.yaml":       "apiVersion: v2\nname: broken\nversion: 0.1.0\n",
+		"charts/broken/templates/x.yaml": "{{ .Values.missing.field }}\n",
+		"charts/linkout/Chart.yaml":      "apiVersion: v2\nname: linkout\nversion: 0.1.0\n",
+		"charts/old/Chart.yaml":          "apiVersion: v2\nname: old\nversion: 0.1.0\nkubeVersion: '<1.20'\n",
+	})
+	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(dir, "env-link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "charts/linkout/templates")); err != nil {
+		t.Fatal(err)
+	}
+	files := openRoot(t, dir)
+	base := DefaultOptions()
+	base.ReleaseName, base.Namespace = "shop", "prod"
+
+	tests := []struct {
+		name  string
+		chart string
+		opts  func(*Options)
+		want  string // in the error's text
+	}{
+		{name: "values file with ..", chart: "charts/web", opts: func(o *Options) { o.ValuesFiles = []string{"../../etc/passwd"} },
+			want: "../../etc/passwd: values file must be a path inside the repository"},
+		{name: "absolute values file", chart: "charts/web", opts: func(o *Options) { o.ValuesFiles = []string{"/etc/passwd"} },
+			want: "values file must be a path inside the repository"},
+		{name: "values file symlinked out", chart: "charts/web", opts: func(o *Options) { o.ValuesFiles = []string{"env-link.yaml"} },
+			want: "escapes"},
+		{name: "chart directory symlinked out", chart: "charts/linkout", want: "escapes"},
+		{name: "dependency not vendored", chart: "charts/nodep", want: "dependencies redis are not in charts/"},
+		{name: "template error", chart: "charts/broken", want: "template failed"},
+		{name: "kubeVersion constraint", chart: "charts/old", want: "chart requires kubeVersion <1.20"},
+		{name: "bad release name", chart: "charts/web", opts: func(o *Options) { o.ReleaseName = "Bad_Name" }, want: `release name "Bad_Name" is invalid`},
+		{name: "output cap", chart: "charts/web", opts: func(o *Options) { o.MaxOutputBytes = 100 }, want: "rendered manifests exceed 100 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := base
+			if tt.opts != nil {
+				tt.opts(&opts)
+			}
+			ms, err := Render(context.Background(), files, tt.chart, opts)
+			if err == nil {
+				t.Fatalf("rendered %d manifests, want an error with %q", len(ms), tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "replicas: 7") || strings.Contains(err.Error(), outside) {
+				t.Errorf("error reveals the outside file: %v", err)
+			}
+		})
+	}
+}
+
+func TestIsChart(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, webChart)
+	files := openRoot(t, dir)
+	for _, tt := range []struct {
+		dir  string
+		want bool
+	}{{"charts/web", true}, {"charts/web/charts/cache", true}, {"env", false}, {"missing", false}} {
+		if got := IsChart(files, tt.dir); got != tt.want {
+			t.Errorf("IsChart(%q) = %v, want %v", tt.dir, got, tt.want)
+		}
+	}
+}
+
+func TestDigest(t *testing.T) {
+	a := Options{ReleaseName: "a", Namespace: "n", Values: map[string]any{"x": 1, "y": map[string]any{"z": true}}}
+	b := Options{ReleaseName: "a", Namespace: "n", Values: map[string]any{"y": map[string]any{"z": true}, "x": 1}}
+	if a.Digest() != b.Digest() {
+		t.Error("same options, different digests")
+	}
+	for _, c := range []Options{
+		{ReleaseName: "b", Namespace: "n", Values: a.Values},
+		{ReleaseName: "a", Namespace: "m", Values: a.Values},
+		{ReleaseName: "a", Namespace: "n", Values: map[string]any{"x": 2}},
+		{ReleaseName: "a", Namespace: "n", Values: a.Values, ValuesFiles: []string{"v.yaml"}},
+		{ReleaseName: "a", Namespace: "n", Values: a.Values, IncludeCRDs: true},
+	} {
+		if c.Digest() == a.Digest() {
+			t.Errorf("options %+v share the digest of %+v", c, a)
+		}
+	}
+}
