@@ -27,9 +27,10 @@ const DefaultKubeVersion = "v1.37.0"
 
 // Options says how to render one chart.
 type Options struct {
-	// ReleaseName is .Release.Name; charts name objects after it. Required.
+	// ReleaseName is .Release.Name; charts name objects after it. Empty
+	// means the chart's name (the agent passes the GitSync's name).
 	ReleaseName string
-	// Namespace is .Release.Namespace. Required.
+	// Namespace is .Release.Namespace; empty means "default", as for Helm.
 	Namespace string
 	// ValuesFiles are values files relative to the repository root, merged
 	// in order over the chart's values.yaml; they are read through Files,
@@ -47,8 +48,7 @@ type Options struct {
 	MaxOutputBytes int
 }
 
-// DefaultOptions renders with CRDs and the default Kubernetes version; the
-// caller sets ReleaseName and Namespace.
+// DefaultOptions renders with CRDs and the default Kubernetes version.
 func DefaultOptions() Options {
 	return Options{IncludeCRDs: true, KubeVersion: DefaultKubeVersion, MaxOutputBytes: 64 << 20}
 }

@@ -48,12 +48,6 @@ func IsChart(files Files, dir string) bool {
 // asked), then templates by path, documents in file order.
 func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manifest, error) {
 	opts = opts.withDefaults()
-	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
-		return nil, &Error{Path: dir, Detail: fmt.Sprintf("release name %q is invalid", opts.ReleaseName), Err: err}
-	}
-	if opts.Namespace == "" {
-		return nil, &Error{Path: dir, Detail: "release namespace is empty"}
-	}
 	vals, err := readValues(ctx, files, opts)
 	if err != nil {
 		return nil, err
@@ -61,6 +55,12 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 	c, err := load(ctx, files, dir)
 	if err != nil {
 		return nil, err
+	}
+	if opts.ReleaseName == "" {
+		opts.ReleaseName = c.Name()
+	}
+	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
+		return nil, &Error{Path: dir, Detail: fmt.Sprintf("release name %q is invalid", opts.ReleaseName), Err: err}
 	}
 	caps, err := capabilities(opts.KubeVersion)
 	if err != nil {
@@ -114,6 +114,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
 	}
 	return o
 }

@@ -172,6 +172,16 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name: "release name defaults to the chart's, namespace to default",
+			opts: func(o *Options) { o.ReleaseName, o.Namespace, o.IncludeCRDs = "", "", false },
+			want: []string{
+				"charts/web/charts/cache/templates/store.yaml ConfigMap/web-cache size=1 kube=v1.37.0",
+				"charts/web/templates/deploy.yaml Deployment/web-web ns=default replicas=I",
+				"charts/web/templates/deploy.yaml Service/web-web",
+				"charts/web/templates/migrate.yaml Job/web-migrate",
+			},
+		},
+		{
 			name: "without CRDs, dependency disabled",
 			opts: func(o *Options) {
 				o.IncludeCRDs = false
