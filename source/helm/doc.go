@@ -7,8 +7,8 @@
 //     directory loader is not used (it follows symlinks anywhere). Nothing is
 //     fetched: dependencies must be vendored under the chart's charts/
 //     directory, `lookup` sees an empty cluster, DNS functions answer "", and
-//     values.schema.json is not validated (Helm's validator resolves $ref
-//     against the agent's disk and the network).
+//     values.schema.json is validated without loading any $ref (Helm's own
+//     validator resolves them against the agent's disk and the network).
 //   - Capabilities are fixed (KubeVersion, all API versions client-go knows),
 //     so one commit renders the same on every cluster and every run.
 //   - Test hooks (helm.sh/hook: test, test-success) are dropped; other hooks are

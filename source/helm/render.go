@@ -73,11 +73,17 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 		return nil, &Error{Path: dir, Detail: "dependencies", Err: err}
 	}
 	release := chartutil.ReleaseOptions{Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true}
-	// Schema validation is skipped: Helm's validator loads $ref from file://
-	// and http(s):// URLs, which a repository must not make the agent read.
+	// Helm's own schema validation is replaced by validateValues: Helm's loads
+	// $ref from file:// and http(s):// URLs, which a repository must not make
+	// the agent read.
 	top, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, release, caps, true)
 	if err != nil {
 		return nil, &Error{Path: dir, Detail: "values", Err: err}
+	}
+	if coalesced, ok := asMap(top["Values"]); ok {
+		if err := validateValues(c, coalesced); err != nil {
+			return nil, &Error{Path: dir, Detail: "values", Err: err}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

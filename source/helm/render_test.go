@@ -2,10 +2,14 @@ package helm
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -302,5 +306,54 @@ func TestDigest(t *testing.T) {
 		if c.Digest() == a.Digest() {
 			t.Errorf("options %+v share the digest of %+v", c, a)
 		}
+	}
+}
+
+func TestRenderSchema(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		fmt.Fprint(w, `{"type": "object"}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	chart := func(name, schema string) map[string]string {
+		return map[string]string{
+			"c/" + name + "/Chart.yaml":         "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
+			"c/" + name + "/values.yaml":        "replicas: 1\n",
+			"c/" + name + "/values.schema.json": schema,
+			"c/" + name + "/templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		}
+	}
+	writeTree(t, dir, chart("typed", `{"type": "object", "properties": {"replicas": {"type": "integer"}}, "required": ["replicas"]}`))
+	writeTree(t, dir, chart("fileref", `{"$ref": "file:///etc/passwd"}`))
+	writeTree(t, dir, chart("httpref", `{"$ref": "`+srv.URL+`/schema.json"}`))
+	writeTree(t, dir, chart("selfref", `{"$defs": {"n": {"type": "integer"}}, "properties": {"replicas": {"$ref": "#/$defs/n"}}}`))
+	files := openRoot(t, dir)
+
+	for _, tt := range []struct {
+		chart  string
+		values map[string]any
+		want   string // "" for success
+	}{
+		{chart: "typed"},
+		{chart: "typed", values: map[string]any{"replicas": "three"}, want: "values do not match values.schema.json"},
+		{chart: "selfref"},
+		{chart: "selfref", values: map[string]any{"replicas": "three"}, want: "values do not match values.schema.json"},
+		{chart: "fileref", want: "$ref file:///etc/passwd not loaded"},
+		{chart: "httpref", want: "not loaded: a chart's schema may only refer to itself"},
+	} {
+		t.Run(tt.chart+fmt.Sprint(tt.values), func(t *testing.T) {
+			_, err := Render(context.Background(), files, "c/"+tt.chart, Options{Values: tt.values})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatal(err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the schema's $ref made %d HTTP requests, want 0", n)
 	}
 }
