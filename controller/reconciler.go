@@ -52,6 +52,7 @@ type GitSyncReconciler struct {
 	mu     sync.Mutex
 	runCtx context.Context
 	states map[types.NamespacedName]*syncState
+	share  shareQueue // shard.go: replicas sharing the GitSyncs
 }
 
 var _ reconcile.Reconciler = (*GitSyncReconciler)(nil)
@@ -93,6 +94,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		For(&v1.GitSync{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		WatchesRawSource(crsource.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.shareSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: r.backoff}).
 		Build(r)
 	if err != nil {
@@ -131,6 +133,11 @@ func (r *GitSyncReconciler) Trigger(key types.NamespacedName) {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	ctx, release, ok := r.acquire(ctx, req.NamespacedName) // another replica's GitSync (shard.go)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	defer release()
 	start := r.clock.Now()
 	ctx = withReport(ctx) // log.go
 	gs := &v1.GitSync{}

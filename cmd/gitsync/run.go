@@ -54,6 +54,10 @@ type RunOptions struct {
 	// Shard is a label selector on GitSyncs, so N deployments can split one
 	// cluster's GitSyncs; each shard elects its own leader.
 	Shard string
+	// Shards "auto" makes the replicas share the GitSyncs by themselves:
+	// each holds a Lease, and each GitSync belongs to one live replica
+	// (run_shards.go, internal/shard).
+	Shards string
 	// MetricsAddr, HealthAddr and WebhookAddr are listen addresses; "0"
 	// turns a listener off. Unset, they bind to loopback on a laptop and to
 	// every interface in a cluster (run_listen.go).
@@ -111,6 +115,9 @@ as soon as a managed object changes, and reports status only when it changes.`,
 			if !cmd.Flags().Changed("leader-elect") {
 				o.LeaderElect = inCluster()
 			}
+			if err := o.shardFlags(cmd.Flags()); err != nil { // run_shards.go
+				return err
+			}
 			if inCluster() {
 				o.listenInCluster(cmd.Flags()) // run_listen.go
 			}
@@ -122,6 +129,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.IntVar(&o.Concurrent, "concurrent", 4, "How many GitSyncs to reconcile in parallel.")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", "", "Only reconcile GitSyncs in this namespace (default: all).")
+	fs.StringVar(&o.Shards, "shards", "", `"auto": replicas share the GitSyncs among themselves, each holding a Lease; turns leader election off.`)
 	fs.StringVar(&o.Shard, "shard", "", "Only reconcile GitSyncs matching this label selector, e.g. gitsync.dev/shard=a.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", defaultListen(metricsPort, false), `Address of the Prometheus /metrics endpoint; "0" disables it (default in a cluster: ":8080").`)
 	fs.StringVar(&o.HealthAddr, "health-addr", defaultListen(healthPort, false), `Address of /healthz and /readyz; "0" disables them (default in a cluster: ":8081").`)
@@ -169,6 +177,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	rec, err := o.newReconciler(mgr)
 	if err != nil {
+		return err
+	}
+	if err := o.addShards(mgr, rec); err != nil {
 		return err
 	}
 	if err := controller.IndexByURL(ctx, mgr); err != nil {
@@ -350,7 +361,11 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 		}
 		select {
 		case <-mgr.Elected():
-			rec.Trigger(nn)
+			if rec.Owns(key) { // else another replica's share: forward
+				rec.Trigger(nn)
+				return
+			}
+			forward.Enqueue(key)
 		default:
 			forward.Enqueue(key)
 		}
