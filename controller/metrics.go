@@ -25,6 +25,9 @@ type Metrics struct {
 	managed           *prometheus.GaugeVec
 	fetchDuration     *prometheus.HistogramVec
 	fetchErrors       *prometheus.CounterVec
+
+	commitStatusErrors *prometheus.CounterVec // commitstatus.go
+
 	// lastRevision and lastConditions remember the label sets per GitSync so
 	// an old series is removed when its revision or condition changes, and
 	// all of them when the GitSync goes.
@@ -85,9 +88,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		lastRevision:   map[types.NamespacedName]string{},
 		lastConditions: map[types.NamespacedName]map[string]conditionLabels{},
 		fetchReasons:   map[types.NamespacedName]map[string]bool{},
+
+		commitStatusErrors: newCommitStatusErrors(),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests,
-		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors} {
+		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors, m.commitStatusErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

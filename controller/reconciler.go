@@ -49,6 +49,8 @@ type GitSyncReconciler struct {
 	// can be listed and watched before its informer starts (informers.go).
 	probe client.WithWatch
 
+	commits commitStatuses // commitstatus.go
+
 	mu     sync.Mutex
 	runCtx context.Context
 	states map[types.NamespacedName]*syncState
@@ -178,6 +180,7 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 	if err := r.report(ctx, gs, st, out); err != nil {
 		return "retry", ctrl.Result{}, err
 	}
+	r.commitOutcome(gs, out) // commitstatus.go
 	se := out.syncErr()
 	switch {
 	case se == nil && out.waiting != "":
@@ -218,6 +221,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.drift.waits.set(key, false)
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.forget(key)
+	r.commits.forget(key)
 }
 
 // patchMeta changes gs's metadata with a merge patch that fails on a stale

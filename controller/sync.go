@@ -88,6 +88,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		// health check.
 		r.drift.waits.set(client.ObjectKeyFromObject(gs), true)
 	}
+	r.commitApplying(gs, rev) // commitstatus.go
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
 	r.opts.Metrics.observeApply(res.Changes)
