@@ -76,9 +76,9 @@ func TestIgnored(t *testing.T) {
 			path:  "keep.yaml", want: false,
 		},
 		{
-			name:  "extra lines are matched from the root",
-			opts:  Options{Extra: "/apps/web/tests/\n"},
-			path:  "apps/web/tests", isDir: true, want: true,
+			name: "extra lines are matched from the root",
+			opts: Options{Extra: "/apps/web/tests/\n"},
+			path: "apps/web/tests", isDir: true, want: true,
 		},
 		{
 			name:  "extra lines win over later files",
