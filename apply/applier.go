@@ -101,12 +101,20 @@ func clientsFor(cfg *rest.Config, opts Options) (*http.Client, meta.RESTMapper, 
 
 // Apply makes the cluster match objs and reports one entry per object, in the
 // order given. Stages run in order (CRDs, Namespaces and cluster classes
-// first; CRDs are awaited until Established); within a stage objects are
-// applied in parallel. A failing object fails only its entry.
+// first; CRDs are awaited until Established), then the other objects wave
+// by wave (wave.go); within a stage or wave objects are applied in
+// parallel. A failing object fails only its entry, and the waves after it.
 //
 // The error is for failures of the whole run (context cancelled, apiserver
-// unreachable); the ChangeSet then holds what was decided so far.
+// unreachable), or a *WaveError before anything is applied; the ChangeSet
+// then holds what was decided so far.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*ChangeSet, error) {
+	return a.ApplyWaves(ctx, objs, nil)
+}
+
+// ApplyWaves is Apply asking gate between two waves whether to go on; a nil
+// gate always goes on.
+func (a *Applier) ApplyWaves(ctx context.Context, objs []*unstructured.Unstructured, gate WaveGate) (*ChangeSet, error) {
 	run := &run{
 		a:             a,
 		objs:          objs,
@@ -122,13 +130,17 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) 
 		run.entries[i] = Entry{ID: id, Subject: id.String()}
 		byStage[stageOf(obj)] = append(byStage[stageOf(obj)], i)
 	}
-	err := run.stage(ctx, byStage[stageCluster], nil)
+	order, groups, err := waves(objs, run.entries, byStage[stageRest])
+	if err != nil {
+		return &ChangeSet{Entries: run.entries}, err
+	}
+	err = run.stage(ctx, byStage[stageCluster], nil)
 	if err == nil {
 		run.noteNewNamespaces(byStage[stageCluster])
 		var blocked map[schema.GroupKind]string
 		blocked, err = run.settleCRDs(ctx, byStage[stageCluster])
 		if err == nil {
-			err = run.stage(ctx, byStage[stageRest], blocked)
+			err = run.applyWaves(ctx, order, groups, blocked, gate)
 		}
 	}
 	return &ChangeSet{Entries: run.entries}, err

@@ -87,6 +87,10 @@ func withFetchHint(err error) error {
 // manager owns, an immutable field) the sync is stalled; a failure of the
 // whole run or of any object for a transient reason is retried.
 func classifyApply(cs *apply.ChangeSet, runErr error) error {
+	var we *apply.WaveError
+	if errors.As(runErr, &we) { // an invalid gitsync.dev/wave: nothing applied
+		return stalled(v1.ReasonRenderFailed, runErr)
+	}
 	if runErr != nil {
 		return retry(v1.ReasonApplyFailed, runErr)
 	}

@@ -103,6 +103,9 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		return nil, err
 	}
 	r.drift = newDriftWatcher(c)
+	if err := r.watchDependents(mgr, c); err != nil { // depends.go
+		return nil, err
+	}
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		r.mu.Lock()
 		r.runCtx = ctx
@@ -175,7 +178,7 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		r.drift.waits.set(key, false)
 		return "suspended", ctrl.Result{}, r.writeSuspended(ctx, gs, st)
 	}
-	out := r.sync(ctx, gs, st)
+	out := r.syncOrHold(ctx, gs, st) // depends.go
 	r.drift.waits.set(key, out.waitsForHealth())
 	if err := r.report(ctx, gs, st, out); err != nil {
 		return "retry", ctrl.Result{}, err

@@ -123,8 +123,8 @@ func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	se := out.syncErr()
 	switch {
 	case se == nil && out.waiting != "": // health.go
-		set(v1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForHealth, out.waiting)
-		set(v1.ConditionReconciling, metav1.ConditionTrue, ReasonWaitingForHealth, out.waiting)
+		set(v1.ConditionReady, metav1.ConditionFalse, out.waitingReason(), out.waiting)
+		set(v1.ConditionReconciling, metav1.ConditionTrue, out.waitingReason(), out.waiting)
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
 	case se == nil:
 		reason, msg := readyCondition(s, out) // rewind.go
@@ -156,11 +156,11 @@ func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevA
 	switch {
 	case after.Status == metav1.ConditionFalse && (before == nil || before.Status != after.Status || before.Reason != after.Reason || before.Message != after.Message):
 		typ := corev1.EventTypeWarning
-		if after.Reason == ReasonWaitingForHealth {
+		if progressReason(after.Reason) { // depends.go
 			typ = corev1.EventTypeNormal // progress, not a failure (health.go)
 		}
 		r.recorder.Eventf(gs, nil, typ, after.Reason, "Reconcile", "%s", after.Message)
-	case after.Status == metav1.ConditionTrue && !wasReady && before != nil && before.Reason != ReasonWaitingForHealth:
+	case after.Status == metav1.ConditionTrue && !wasReady && before != nil && !progressReason(before.Reason):
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Recovered", "Reconcile", "%s", after.Message)
 	case after.Status == metav1.ConditionTrue && prevApplied != gs.Status.LastAppliedRevision && changeNote(out) == "":
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "RevisionApplied", "Apply", "%s", after.Message)

@@ -33,14 +33,17 @@ type outcome struct {
 	// times out if no status change requeues the GitSync before.
 	waiting string
 	recheck time.Duration
-	err     error
+	// waitReason is the reason reported while waiting; empty means
+	// ReasonWaitingForHealth (depends.go holds with DependencyNotReady).
+	waitReason string
+	err        error
 }
 
 // waitsForHealth reports whether the sync ended waiting for, or Stalled on,
 // the health of its objects: then their status changes requeue it.
 func (o *outcome) waitsForHealth() bool {
 	if o.waiting != "" {
-		return true
+		return o.waitReason == ""
 	}
 	se := o.syncErr()
 	return se != nil && se.Reason == v1.ReasonHealthCheckFailed
@@ -89,6 +92,8 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		r.drift.waits.set(client.ObjectKeyFromObject(gs), true)
 	}
 	r.commitApplying(gs, rev) // commitstatus.go
+	hold := &waveHold{}
+	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hold) // depends_waves.go
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
 	r.opts.Metrics.observeApply(res.Changes)
@@ -102,6 +107,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	if shareErr != nil {
 		out.err = shareErr
+		return out
+	}
+	if res.Held { // a later wave waits for an earlier one's health
+		out.waiting, out.recheck, out.err = hold.msg, hold.recheck, hold.err
 		return out
 	}
 	if gs.Spec.Wait {

@@ -16,7 +16,9 @@ type Applier interface {
 	// kind is unknown (Apply skips it): the pending entries are recorded
 	// under these IDs before Apply runs.
 	IDs(objs []*unstructured.Unstructured) []inventory.ObjectID
-	Apply(ctx context.Context, objs []*unstructured.Unstructured) (*apply.ChangeSet, error)
+	// ApplyWaves applies objs stage by stage and wave by wave, asking gate
+	// (when not nil) between two waves whether to go on.
+	ApplyWaves(ctx context.Context, objs []*unstructured.Unstructured, gate apply.WaveGate) (*apply.ChangeSet, error)
 }
 
 var _ Applier = (*apply.Applier)(nil)
@@ -42,6 +44,12 @@ type Options struct {
 	// OnPrune, when set, is told how many deletions are about to run and
 	// returns what to call when they are done: a CLI draws a progress bar.
 	OnPrune func(deletions int) (done func())
+	// BetweenWaves, when set, is asked after each gitsync.dev/wave of the
+	// desired objects applied whether to apply the next one now. The agent
+	// holds later waves while an earlier one is not healthy (spec.wait) and
+	// applies them in a later run; the CLI waits in it. A held run records
+	// what it applied and prunes nothing (Result.Held).
+	BetweenWaves apply.WaveGate
 }
 
 // DefaultOptions returns options with pruning on and inventory's default

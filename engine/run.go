@@ -21,6 +21,10 @@ type Result struct {
 	// Inventory is what Run recorded last (or tried to, when the save
 	// failed); nil when it recorded nothing.
 	Inventory *inventory.Inventory
+	// Held is set when Options.BetweenWaves held the later waves back: the
+	// objects applied so far are recorded, nothing was pruned, and the
+	// entries of the held objects have no Action.
+	Held bool
 }
 
 // Run makes the cluster match desired and records it in store: the objects
@@ -34,8 +38,9 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 	if opts.Applier == nil {
 		return res, errors.New("engine: an Applier is required")
 	}
+	gate := holdGate(opts.BetweenWaves, res)
 	if store == nil {
-		cs, err := opts.Applier.Apply(ctx, desired)
+		cs, err := opts.Applier.ApplyWaves(ctx, desired, gate)
 		res.Changes = cs
 		return res, applyError(cs, err)
 	}
@@ -56,7 +61,7 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 		res.Inventory = old
 	}
 	crashpoint.Hit(crashpoint.BeforeApply)
-	cs, runErr := opts.Applier.Apply(ctx, desired)
+	cs, runErr := opts.Applier.ApplyWaves(ctx, desired, gate)
 	res.Changes = cs
 	applied := appliedInventory(desired, cs)
 	old = withoutUnapplied(old, stored, ids, cs)
@@ -67,6 +72,11 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 	}
 	if err := applyError(cs, runErr); err != nil {
 		return save(old.Union(applied), err)
+	}
+	if res.Held {
+		// Later waves are still to come: what left Git is pruned only
+		// once every wave applied.
+		return save(old.Union(applied), nil)
 	}
 	if len(old.Diff(applied)) == 0 {
 		return save(applied, nil)
@@ -167,4 +177,16 @@ func appliedInventory(desired []*unstructured.Unstructured, cs *apply.ChangeSet)
 		entries = append(entries, inventory.Entry{ID: e.ID, UID: e.UID, Version: desired[i].GroupVersionKind().Version})
 	}
 	return inventory.New(entries...)
+}
+
+// holdGate wraps gate so that a hold is noted in res.Held; nil stays nil.
+func holdGate(gate apply.WaveGate, res *Result) apply.WaveGate {
+	if gate == nil {
+		return nil
+	}
+	return func(ctx context.Context, done, next int, cs *apply.ChangeSet) bool {
+		goOn := gate(ctx, done, next, cs)
+		res.Held = !goOn
+		return goOn
+	}
 }

@@ -286,9 +286,9 @@ type endProgress struct {
 	bar *progress
 }
 
-func (e endProgress) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*apply.ChangeSet, error) {
+func (e endProgress) ApplyWaves(ctx context.Context, objs []*unstructured.Unstructured, gate apply.WaveGate) (*apply.ChangeSet, error) {
 	defer e.bar.Done()
-	return e.Applier.Apply(ctx, objs)
+	return e.Applier.ApplyWaves(ctx, objs, gate)
 }
 
 // printPruned prints one line per pruned, kept or failed object and adds
