@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,11 +52,17 @@ func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src 
 	return nil
 }
 
-// resolve asks src's remote for the revision of its ref, recording the
-// request's duration and, on failure, its reason in the fetch metrics.
-func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src source.Source) (source.Revision, error) {
+// resolve asks src's remote for the revision of its ref, sharing one
+// ls-remote asked at notBefore or later with the GitSyncs that follow the
+// same URL and ref with the same credentials (resolve.go), and records
+// the duration and, on failure, its reason in the fetch metrics.
+func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src source.Source, notBefore time.Time) (source.Revision, error) {
 	start := r.clock.Now()
-	rev, err := r.opts.Fetcher.Resolve(ctx, src)
+	origin := ""
+	if ref := gs.Spec.Source.SecretRef; ref != nil {
+		origin = gs.Namespace + "/" + ref.Name
+	}
+	rev, err := r.resolver.resolve(ctx, src, origin, notBefore)
 	reason := ""
 	if err != nil {
 		reason = asSyncError(classifyFetch(err), v1.ReasonFetchFailed).Reason

@@ -68,6 +68,8 @@ type Options struct {
 	// Jitter is the largest fraction added to spec.interval on requeue, so
 	// GitSyncs created together do not poll together.
 	Jitter float64
+	// Limits bound retries and connections per Git host (ratelimit.go).
+	Limits Limits
 	// Metrics, when set, receives reconcile, apply and prune counts.
 	Metrics *Metrics
 	// QPS and Burst are the client-side request budget of all GitSyncs
@@ -92,6 +94,7 @@ func DefaultOptions() Options {
 		MinBackoff:              time.Second,
 		PruneMaxShare:           inventory.DefaultPruneOptions().MaxShare,
 		Jitter:                  0.1,
+		Limits:                  DefaultLimits(),
 		MaxObjects:              source.DefaultMaxObjects,
 		QPS:                     1000,
 		Burst:                   2000,

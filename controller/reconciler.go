@@ -44,6 +44,7 @@ type GitSyncReconciler struct {
 	backoff   *backoff
 	drift     *driftWatcher
 	secrets   *secretWatch
+	resolver  *resolver // resolve.go
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (informers.go).
@@ -72,11 +73,12 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		recorder:  mgr.GetEventRecorder("gitsync"),
 		opts:      opts,
 		clock:     clock.RealClock{},
-		backoff:   newBackoff(opts.MinBackoff, 24*time.Hour),
+		backoff:   newBackoff(opts.MinBackoff, 24*time.Hour, opts.Limits, clock.RealClock{}),
 		triggers:  make(chan event.GenericEvent, 1024),
 		states:    map[types.NamespacedName]*syncState{},
 		runCtx:    context.Background(),
 	}
+	r.resolver = newResolver(opts.Fetcher, opts.Limits, r.clock, r.baseContext)
 	r.targets = &targets{
 		local: newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), opts.QPS, opts.Burst),
 		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,
@@ -125,7 +127,7 @@ func (r *GitSyncReconciler) baseContext() context.Context {
 // Trigger asks for the GitSync key to be reconciled now, asking its remote
 // for a new revision (a webhook said it moved).
 func (r *GitSyncReconciler) Trigger(key types.NamespacedName) {
-	r.state(key).markFetch()
+	r.state(key).markFetch(r.clock.Now())
 	gs := &v1.GitSync{}
 	gs.Name, gs.Namespace = key.Name, key.Namespace
 	select {

@@ -23,6 +23,7 @@ type syncState struct {
 	generation int64
 	requested  string
 	fetchNow   bool
+	fetchAt    time.Time // when fetchNow was last set
 
 	stalledGen    int64
 	stalledCommit string
@@ -37,10 +38,10 @@ type syncState struct {
 	access accessMemo // see access.go
 }
 
-func (s *syncState) markFetch() {
+func (s *syncState) markFetch(at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fetchNow = true
+	s.fetchNow, s.fetchAt = true, at
 }
 
 // needsResolve reports whether the remote must be asked for its revision:
@@ -63,10 +64,22 @@ func (s *syncState) resolved(gs *v1.GitSync, src source.Source, rev source.Revis
 	s.generation, s.requested = gs.Generation, gs.Annotations[RequestedAtAnnotation]
 }
 
-func (s *syncState) takeFetchMark() {
+// takeFetchMark clears the fetch mark and returns from when a resolve's
+// answer is fresh enough for gs (resolve.go): after the mark or the
+// requested-at annotation's time when either asked for it, else any answer
+// asked within shareFor.
+func (s *syncState) takeFetchMark(gs *v1.GitSync, now time.Time, shareFor time.Duration) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	notBefore := now.Add(-shareFor)
+	if s.fetchNow {
+		notBefore = later(notBefore, s.fetchAt)
+	}
+	if req := gs.Annotations[RequestedAtAnnotation]; req != s.requested {
+		notBefore = later(notBefore, requestedAt(req, now))
+	}
 	s.fetchNow = false
+	return notBefore
 }
 
 func (s *syncState) last() (source.Source, source.Revision) {

@@ -148,13 +148,13 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 		src, rev := st.last()
 		return src, rev, nil
 	}
-	st.takeFetchMark()
 	now := r.clock.Now()
+	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor) // resolve.go
 	src, err := r.sourceOf(ctx, gs)
 	if err != nil {
 		return src, source.Revision{}, err
 	}
-	rev, err := r.resolve(ctx, gs, src) // gitsource.go
+	rev, err := r.resolve(ctx, gs, src, notBefore) // gitsource.go
 	if err != nil {
 		return src, rev, classifyFetch(err)
 	}

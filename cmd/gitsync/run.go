@@ -89,6 +89,9 @@ type RunOptions struct {
 	// GitSyncs share per target cluster (controller.Options.QPS, Burst).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// Limits bound retries and connections per Git host
+	// (controller.Options.Limits).
+	Limits controller.Limits
 	// LogFormat is json, console, or auto (console on a terminal, else JSON).
 	LogFormat string
 	// Verbose raises the log level to debug.
@@ -139,6 +142,10 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.Float64Var(&o.PruneMaxShare, "prune-max-share", controller.DefaultOptions().PruneMaxShare, "Refuse to prune more than this share (0..1] of a GitSync's objects at once, counted above ten objects; 0 disables. A GitSync's gitsync.dev/prune-max-share annotation overrides it.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", controller.DefaultOptions().QPS, "Requests per second all GitSyncs together may send to one cluster (one budget per cluster, not per GitSync); 0 disables client-side limiting.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", controller.DefaultOptions().Burst, "Burst of the per-cluster request budget (--kube-api-qps).")
+	o.Limits = controller.DefaultLimits()
+	fs.Float64Var(&o.Limits.RetryQPS, "retry-qps", o.Limits.RetryQPS, "Retries per second after failures, all GitSyncs together (a token bucket on top of each GitSync's exponential backoff); 0 disables the bucket.")
+	fs.IntVar(&o.Limits.RetryBurst, "retry-burst", o.Limits.RetryBurst, "Burst of the retry bucket (--retry-qps).")
+	fs.IntVar(&o.Limits.GitHostConcurrency, "git-host-concurrency", o.Limits.GitHostConcurrency, "Requests to one Git host (scheme, host and port) open at once; 0 means no limit.")
 	fs.IntVar(&o.MaxObjects, "max-objects", source.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
@@ -299,6 +306,7 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	opts.PruneMaxShare = o.PruneMaxShare
 	opts.AgentNamespace, opts.AgentServiceAccount = o.agentIdentity(context.Background(), mgr.GetConfig())
 	opts.QPS, opts.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	opts.Limits = o.Limits
 	return controller.New(mgr, opts)
 }
 

@@ -1,0 +1,176 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"gitsync.dev/gitsync/source"
+)
+
+// resolver shares ls-remotes between GitSyncs: every GitSync following the
+// same URL and ref with the same credentials gets the answer of one request
+// per moment, however many there are (a monorepo's 500 paths cost one
+// request per push, not 500).
+//
+// A caller says from when an answer is fresh enough (notBefore): a poll
+// takes any answer asked within Limits.ResolveShareFor; a trigger (a
+// webhook, a changed Secret, a requested-at annotation) only one asked
+// after the trigger, so a push is never hidden by an answer from before it.
+//
+// Answers are shared only between callers presenting the same credentials
+// (and the same Secret: errors name it): a tenant without access to a
+// private repository cannot learn its refs through another tenant's resolve.
+type resolver struct {
+	fetcher  *source.Fetcher
+	hosts    *hostLimit
+	shareFor time.Duration
+	clock    clock.PassiveClock
+	// base is the context flights run in: one caller's end (its reconcile
+	// timeout) must not fail the others waiting on the same flight; the
+	// Fetcher's own timeout bounds it, and the last waiter leaving ends it.
+	base func() context.Context
+
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+// flight is one ls-remote and its answer, once done is closed. It is
+// cancelled when every caller waiting for it has given up.
+type flight struct {
+	started time.Time
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiters int // guarded by resolver.mu
+	done    chan struct{}
+	rev     source.Revision
+	err     error
+}
+
+func newResolver(f *source.Fetcher, l Limits, clk clock.PassiveClock, base func() context.Context) *resolver {
+	return &resolver{fetcher: f, hosts: newHostLimit(l.GitHostConcurrency), shareFor: l.ResolveShareFor,
+		clock: clk, base: base, flights: map[string]*flight{}}
+}
+
+// resolve returns src's revision from an ls-remote started at notBefore or
+// later, joining one in flight or just done when there is one. origin
+// names where src.Auth was read ("Secret/ns/name"), empty for none.
+func (r *resolver) resolve(ctx context.Context, src source.Source, origin string, notBefore time.Time) (source.Revision, error) {
+	key := resolveKey(src, origin)
+	now := r.clock.Now()
+	r.mu.Lock()
+	f, ok := r.flights[key]
+	if !ok || f.started.Before(notBefore) || f.started.Before(now.Add(-r.shareFor)) && isDone(f) {
+		f = &flight{started: now, done: make(chan struct{})}
+		f.ctx, f.cancel = context.WithCancel(r.base())
+		r.flights[key] = f
+		r.dropOld(now)
+		go r.run(f, src)
+	}
+	f.waiters++
+	r.mu.Unlock()
+	select {
+	case <-f.done:
+		r.leave(key, f)
+		return f.rev, f.err
+	case <-ctx.Done():
+		r.leave(key, f)
+		return source.Revision{}, fmt.Errorf("resolve %s: %w", source.RedactURL(src.URL), ctx.Err())
+	}
+}
+
+// leave records that a caller stopped waiting for f; the last one to
+// leave an unfinished flight cancels it, so no connection is opened for
+// an answer nobody waits for.
+func (r *resolver) leave(key string, f *flight) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f.waiters--; f.waiters > 0 || isDone(f) {
+		return
+	}
+	f.cancel()
+	if r.flights[key] == f {
+		delete(r.flights, key)
+	}
+}
+
+// run does f's ls-remote within src's host's connection limit.
+func (r *resolver) run(f *flight, src source.Source) {
+	defer close(f.done)
+	defer f.cancel()
+	release, err := r.hosts.acquire(f.ctx, src.URL)
+	if err != nil {
+		f.err = err
+		return
+	}
+	defer release()
+	f.rev, f.err = r.fetcher.Resolve(f.ctx, src)
+}
+
+// dropOld forgets answers too old to share; r.mu is held.
+func (r *resolver) dropOld(now time.Time) {
+	for k, f := range r.flights {
+		if f.started.Before(now.Add(-r.shareFor)) && isDone(f) {
+			delete(r.flights, k)
+		}
+	}
+}
+
+func isDone(f *flight) bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// resolveKey identifies what an ls-remote's answer depends on: the URL
+// (userinfo included), the ref, and every credential the request presents
+// (the Secret they were read from included, since errors name it). It is a
+// digest, so the map holds no credential.
+func resolveKey(src source.Source, origin string) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	for _, s := range []string{src.URL, src.Ref.Branch, src.Ref.Tag, src.Ref.Semver, src.Ref.Commit, origin} {
+		field([]byte(s))
+	}
+	if a := src.Auth; a != nil {
+		field([]byte("auth"))
+		for _, s := range []string{a.Username, a.Password, a.BearerToken} {
+			field([]byte(s))
+		}
+		for _, b := range [][]byte{a.CAData, a.SSHPrivateKey, a.SSHPassphrase, a.KnownHosts} {
+			field(b)
+		}
+		field([]byte(fmt.Sprint(a.InsecureSkipHostKeyCheck)))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// requestedAt reads a requested-at annotation's time (RequestReconcile
+// writes RFC 3339), at most now: a forwarded webhook then shares the
+// answer of a resolve asked after it. A value that is not a time (a user's
+// `kubectl annotate` with any string) asks for an answer from now.
+func requestedAt(v string, now time.Time) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil || t.After(now) {
+		return now
+	}
+	return t
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
