@@ -25,12 +25,17 @@ import (
 // therefore invisible to the cache; the applier sees it as missing, applies
 // it (which adopts it) and reports it as configured from the apply's
 // response (apply.Options.FieldManager).
+//
+// Cached objects keep only what the agent reads (CompactLive): gitsync's
+// own managedFields entries, not other managers' nor kubectl's
+// last-applied annotation.
 func CacheOptions(gitsyncs cache.ByObject) cache.Options {
 	if gitsyncs.Label == nil {
 		gitsyncs.Label = labels.Everything()
 	}
 	return cache.Options{
 		DefaultLabelSelector: ManagedSelector(),
+		DefaultTransform:     CompactLive,
 		ByObject:             map[client.Object]cache.ByObject{&v1.GitSync{}: gitsyncs},
 	}
 }

@@ -39,7 +39,11 @@ var volatileMeta = []string{"resourceVersion", "managedFields", "generation"}
 // owned by manager. Either difference means the apply would write.
 func appliedEqual(desired, merged, live *unstructured.Unstructured, manager string) bool {
 	_, keepStatus := desired.Object["status"]
-	if !equalValues(comparable(merged, keepStatus), comparable(live, keepStatus)) {
+	// kubectl's last-applied annotation is someone else's field unless
+	// desired declares it: the apply leaves it as it is, and the agent's
+	// cache does not keep it (controller.CompactLive).
+	_, keepLastApplied := desired.GetAnnotations()[lastApplied]
+	if !equalValues(comparable(merged, keepStatus, keepLastApplied), comparable(live, keepStatus, keepLastApplied)) {
 		return false
 	}
 	mv, mset := ownedSet(merged, manager)
@@ -56,8 +60,9 @@ func appliedEqual(desired, merged, live *unstructured.Unstructured, manager stri
 func ownsNothing(set *fieldpath.Set) bool { return set == nil || set.Empty() }
 
 // comparable returns a shallow view of obj without volatile metadata (and
-// without status unless keepStatus).
-func comparable(obj *unstructured.Unstructured, keepStatus bool) map[string]any {
+// without status unless keepStatus, without the last-applied annotation
+// unless keepLastApplied).
+func comparable(obj *unstructured.Unstructured, keepStatus, keepLastApplied bool) map[string]any {
 	out := make(map[string]any, len(obj.Object))
 	for k, v := range obj.Object {
 		if k == "status" && !keepStatus {
@@ -72,6 +77,20 @@ func comparable(obj *unstructured.Unstructured, keepStatus bool) map[string]any 
 		}
 		for _, k := range volatileMeta {
 			delete(m, k)
+		}
+		if ann, ok := m["annotations"].(map[string]any); ok && !keepLastApplied {
+			if _, has := ann[lastApplied]; has {
+				rest := make(map[string]any, len(ann))
+				for k, v := range ann {
+					if k != lastApplied {
+						rest[k] = v
+					}
+				}
+				m["annotations"] = rest
+				if len(rest) == 0 {
+					delete(m, "annotations")
+				}
+			}
 		}
 		out["metadata"] = m
 	}

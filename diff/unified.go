@@ -48,7 +48,7 @@ func yamlOf(obj *unstructured.Unstructured) string {
 	if obj == nil {
 		return ""
 	}
-	view := comparable(obj, true)
+	view := comparable(obj, true, true)
 	if meta, ok := view["metadata"].(map[string]any); ok && len(meta) == 0 {
 		delete(view, "metadata")
 	}

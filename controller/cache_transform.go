@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/inventory"
+)
+
+// lastAppliedAnnotation is kubectl's client-side apply record: a copy of
+// the whole object as last applied by kubectl, often the biggest field of
+// an object adopted from a kubectl-managed cluster.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// CompactLive is the informer cache's transform for managed objects
+// (cache.Options.DefaultTransform): it drops what no reader of the cache
+// uses and shares what many objects repeat, so each cached object costs
+// less memory. On an *unstructured.Unstructured it
+//   - keeps only the managedFields entries of gitsync's field manager
+//     (inventory.FieldManager), which the diff's local in-sync decision
+//     reads; other managers' entries never decide a verdict (the dry-run
+//     compares values and gitsync's own field set, and a field someone else
+//     took over is missing from gitsync's entry);
+//   - drops the last-applied-configuration annotation unless gitsync's own
+//     entry owns it (the diff then leaves it out of its comparison, as an
+//     apply that does not declare it never changes it);
+//   - shares one empty map for every leaf of gitsync's FieldsV1 and one
+//     copy of each short repeated string (map keys, labels, managedFields
+//     names), up to internMax distinct strings.
+//
+// Readers must treat cached objects as read-only, as they already must
+// (the cache hands out deep copies). Any other object (GitSyncs, typed
+// objects, tombstones) is returned as it is. Applying it twice gives the
+// same result, as informers may.
+func CompactLive(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	meta, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return obj, nil
+	}
+	ownsLastApplied := false
+	if entries, ok := meta["managedFields"].([]any); ok {
+		kept := entries[:0:0]
+		for _, e := range entries {
+			entry, _ := e.(map[string]any)
+			if entry == nil || entry["manager"] != inventory.FieldManager {
+				continue
+			}
+			if fields, ok := entry["fieldsV1"].(map[string]any); ok {
+				ownsLastApplied = ownsLastApplied || ownsAnnotation(fields, lastAppliedAnnotation)
+				entry["fieldsV1"] = shareLeaves(fields)
+			}
+			internKeysAndStrings(entry)
+			kept = append(kept, entry)
+		}
+		if len(kept) == 0 {
+			delete(meta, "managedFields")
+		} else {
+			meta["managedFields"] = kept
+		}
+	}
+	if ann, ok := meta["annotations"].(map[string]any); ok && !ownsLastApplied {
+		delete(ann, lastAppliedAnnotation)
+		if len(ann) == 0 {
+			delete(meta, "annotations")
+		}
+	}
+	if l, ok := meta["labels"].(map[string]any); ok {
+		internKeysAndStrings(l)
+	}
+	internKeys(u.Object)
+	return u, nil
+}
+
+// ownsAnnotation reports whether a FieldsV1 set holds annotation name.
+func ownsAnnotation(fields map[string]any, name string) bool {
+	m, _ := fields["f:metadata"].(map[string]any)
+	a, _ := m["f:annotations"].(map[string]any)
+	_, ok := a["f:"+name]
+	return ok
+}
+
+// emptyLeaf stands for every "{}" leaf of a cached FieldsV1 set. Nothing may
+// write to it; a write would show as a field owned everywhere, which the
+// diff's local path treats as not in sync (it asks the server), never the
+// reverse.
+var emptyLeaf = map[string]any{}
+
+// shareLeaves replaces the empty maps under m with emptyLeaf and interns
+// its keys.
+func shareLeaves(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return emptyLeaf
+	}
+	internKeys(m)
+	for k, v := range m {
+		if child, ok := v.(map[string]any); ok {
+			m[k] = shareLeaves(child)
+		}
+	}
+	return m
+}
+
+// internKeysAndStrings interns m's keys and its string values.
+func internKeysAndStrings(m map[string]any) {
+	internKeys(m)
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			m[k] = intern(s)
+		}
+	}
+}
+
+// internKeys interns the keys of m and of the maps nested in it (not of
+// lists): field names repeat across every object of a kind. Assigning to
+// an existing string key stores the given key's bytes (the runtime updates
+// string keys), so the map keeps the canonical copy.
+func internKeys(m map[string]any) {
+	for k, v := range m {
+		if child, ok := v.(map[string]any); ok && len(child) > 0 {
+			internKeys(child)
+		}
+		if c := intern(k); unsafe.StringData(c) != unsafe.StringData(k) {
+			m[c] = v
+		}
+	}
+}
+
+// internMax bounds the intern table, so objects with ever-new names cannot
+// grow it without end; past it, only strings already in it are shared.
+// internLen is the longest string interned: longer ones are rarely
+// repeated names.
+const (
+	internMax = 1 << 16
+	internLen = 64
+)
+
+var (
+	internTable sync.Map // string → string
+	internCount atomic.Int64
+)
+
+// intern returns the table's copy of s, adding s while the table has room.
+func intern(s string) string {
+	if len(s) > internLen {
+		return s
+	}
+	if c, ok := internTable.Load(s); ok {
+		return c.(string)
+	}
+	if internCount.Load() >= internMax {
+		return s
+	}
+	c, loaded := internTable.LoadOrStore(s, s)
+	if !loaded {
+		internCount.Add(1)
+	}
+	return c.(string)
+}
