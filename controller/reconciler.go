@@ -44,8 +44,10 @@ type GitSyncReconciler struct {
 	backoff   *backoff
 	drift     *driftWatcher
 	secrets   *secretWatch
-	resolver  *resolver // resolve.go
-	triggers  chan event.GenericEvent
+	// configMaps serves the ConfigMaps of spec.substituteFrom (substitute.go).
+	configMaps *secretWatch
+	resolver   *resolver // resolve.go
+	triggers   chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (informers.go).
 	probe client.WithWatch
@@ -91,6 +93,9 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		return nil, err
 	}
 	if r.secrets, err = newSecretWatch(mgr, r.Trigger, r.baseContext); err != nil { // secretwatch.go
+		return nil, err
+	}
+	if r.configMaps, err = newObjectWatch(mgr, "ConfigMap", configMapsOf, r.Trigger, r.baseContext); err != nil { // substitute.go
 		return nil, err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).

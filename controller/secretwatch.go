@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,12 @@ import (
 // only get them, the watch of that Secret is given up at its first refusal
 // and the Secret is read with a GET at each fetch, as before.
 type secretWatch struct {
+	// kind is Secret or ConfigMap: one watch type serves both, for
+	// credentials, keys and substitution variables (configMapWatch).
+	kind string
+	// refsOf returns the objects of kind a GitSync names, to release
+	// the others when it changes.
+	refsOf    func(*v1.GitSync) map[types.NamespacedName]bool
 	clientset kubernetes.Interface
 	reader    client.Reader // GETs where watching is forbidden
 	// requeue asks for a GitSync to be reconciled with a fresh fetch.
@@ -61,11 +68,17 @@ type watchedSecret struct {
 // newSecretWatch returns the agent's Secret watch, releasing a GitSync's
 // Secrets when it stops naming them or is deleted.
 func newSecretWatch(mgr manager.Manager, requeue func(types.NamespacedName), runCtx func() context.Context) (*secretWatch, error) {
+	return newObjectWatch(mgr, "Secret", secretsOf, requeue, runCtx)
+}
+
+// newObjectWatch returns a watch of the objects of kind (Secret or
+// ConfigMap) that GitSyncs name, as refsOf says.
+func newObjectWatch(mgr manager.Manager, kind string, refsOf func(*v1.GitSync) map[types.NamespacedName]bool, requeue func(types.NamespacedName), runCtx func() context.Context) (*secretWatch, error) {
 	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, err
 	}
-	w := &secretWatch{clientset: cs, reader: mgr.GetAPIReader(), requeue: requeue, runCtx: runCtx,
+	w := &secretWatch{kind: kind, refsOf: refsOf, clientset: cs, reader: mgr.GetAPIReader(), requeue: requeue, runCtx: runCtx,
 		secrets: map[types.NamespacedName]*watchedSecret{}, byUser: map[types.NamespacedName]map[types.NamespacedName]bool{}}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1.GitSync{})
 	if err != nil {
@@ -74,7 +87,7 @@ func newSecretWatch(mgr manager.Manager, requeue func(types.NamespacedName), run
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
 			if gs, ok := obj.(*v1.GitSync); ok {
-				w.release(client.ObjectKeyFromObject(gs), secretsOf(gs))
+				w.release(client.ObjectKeyFromObject(gs), w.refsOf(gs))
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -101,44 +114,61 @@ func secretsOf(gs *v1.GitSync) map[types.NamespacedName]bool {
 	if kc := gs.Spec.KubeConfig; kc != nil {
 		out[types.NamespacedName{Namespace: gs.Namespace, Name: kc.SecretRef.Name}] = true
 	}
+	if wh := gs.Spec.Webhook; wh != nil { // webhook.go
+		out[types.NamespacedName{Namespace: gs.Namespace, Name: wh.SecretRef.Name}] = true
+	}
+	for k := range variableRefsOf(gs, "Secret") { // substitute.go
+		out[k] = true
+	}
+	if d := gs.Spec.Decryption; d != nil {
+		out[types.NamespacedName{Namespace: gs.Namespace, Name: d.SecretRef.Name}] = true
+	}
 	return out
 }
 
 // get returns the Secret key for the GitSync user, watching it from now on.
 // A missing Secret is a NotFound error, as from the API.
-func (w *secretWatch) get(ctx context.Context, user, key types.NamespacedName) (*corev1.Secret, error) {
+func (w *secretWatch) get(ctx context.Context, user, key types.NamespacedName) (client.Object, error) {
 	ws := w.use(user, key)
 	for {
 		w.mu.Lock()
 		refused, err := ws.refused, ws.err
 		w.mu.Unlock()
 		if refused {
-			s := &corev1.Secret{}
+			s := w.newObject()
 			return s, w.reader.Get(ctx, key, s)
 		}
 		if ws.informer.HasSynced() {
 			return w.read(ws, key)
 		}
 		if err != nil { // the watch retries by itself; the sync is retried with backoff
-			return nil, fmt.Errorf("Secret/%s/%s watch failed: %w", key.Namespace, key.Name, err)
+			return nil, fmt.Errorf("%s/%s/%s watch failed: %w", w.kind, key.Namespace, key.Name, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("Secret/%s/%s watch not ready: %w", key.Namespace, key.Name, ctx.Err())
+			return nil, fmt.Errorf("%s/%s/%s watch not ready: %w", w.kind, key.Namespace, key.Name, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-func (w *secretWatch) read(ws *watchedSecret, key types.NamespacedName) (*corev1.Secret, error) {
+func (w *secretWatch) read(ws *watchedSecret, key types.NamespacedName) (client.Object, error) {
 	obj, ok, err := ws.informer.GetStore().GetByKey(key.Namespace + "/" + key.Name)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+		return nil, apierrors.NewNotFound(corev1.Resource(strings.ToLower(w.kind)+"s"), key.Name)
 	}
-	return obj.(*corev1.Secret).DeepCopy(), nil
+	return obj.(client.Object).DeepCopyObject().(client.Object), nil
+}
+
+// newObject returns an empty object of the watch's kind.
+func (w *secretWatch) newObject() client.Object {
+	if w.kind == "ConfigMap" {
+		return &corev1.ConfigMap{}
+	}
+	return &corev1.Secret{}
 }
 
 // use records that user names key and returns key's watch, started if new.
@@ -161,19 +191,32 @@ func (w *secretWatch) use(user, key types.NamespacedName) *watchedSecret {
 // start begins watching key; w.mu is held.
 func (w *secretWatch) start(key types.NamespacedName) *watchedSecret {
 	byName := fields.OneTermEqualSelector(metav1.ObjectNameField, key.Name).String()
-	secrets := w.clientset.CoreV1().Secrets(key.Namespace)
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return w.clientset.CoreV1().Secrets(key.Namespace).List(ctx, o)
+	}
+	watchFn := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return w.clientset.CoreV1().Secrets(key.Namespace).Watch(ctx, o)
+	}
+	if w.kind == "ConfigMap" {
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return w.clientset.CoreV1().ConfigMaps(key.Namespace).List(ctx, o)
+		}
+		watchFn = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return w.clientset.CoreV1().ConfigMaps(key.Namespace).Watch(ctx, o)
+		}
+	}
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = byName
-			return secrets.List(ctx, o)
+			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = byName
-			return secrets.Watch(ctx, o)
+			return watchFn(ctx, o)
 		},
 	}
 	ws := &watchedSecret{
-		informer: toolscache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, toolscache.Indexers{}),
+		informer: toolscache.NewSharedIndexInformer(lw, w.newObject(), 0, toolscache.Indexers{}),
 		users:    map[types.NamespacedName]bool{},
 	}
 	ctx, cancel := context.WithCancel(w.runCtx())
@@ -205,8 +248,8 @@ func (w *secretWatch) failed(key types.NamespacedName, ws *watchedSecret, err er
 	}
 	w.mu.Unlock()
 	if refused {
-		ctrl.Log.WithName("secrets").Info("no list/watch permission: reading the Secret at each fetch instead",
-			"secret", key.String(), "error", err.Error())
+		ctrl.Log.WithName("secrets").Info("no list/watch permission: reading the "+w.kind+" at each use instead",
+			strings.ToLower(w.kind), key.String(), "error", err.Error())
 	}
 }
 
@@ -245,8 +288,8 @@ func (w *secretWatch) release(user types.NamespacedName, keep map[types.Namespac
 	}
 }
 
-// secretReader reads Secrets for one GitSync through the watch; any other
-// kind is refused.
+// secretReader reads Secrets (or, from a ConfigMap watch, ConfigMaps) for
+// one GitSync through the watch; any other kind is refused.
 type secretReader struct {
 	w    *secretWatch
 	user types.NamespacedName
@@ -255,16 +298,26 @@ type secretReader struct {
 var _ client.Reader = secretReader{}
 
 func (r secretReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return fmt.Errorf("secretReader reads Secrets only, not %T", obj)
+	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" && kind != r.w.kind {
+		return fmt.Errorf("this reader reads %ss only, not %s", r.w.kind, kind)
 	}
 	got, err := r.w.get(ctx, r.user, key)
 	if err != nil {
 		return err
 	}
-	got.DeepCopyInto(s)
-	return nil
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		if s, ok := got.(*corev1.Secret); ok {
+			s.DeepCopyInto(o)
+			return nil
+		}
+	case *corev1.ConfigMap:
+		if c, ok := got.(*corev1.ConfigMap); ok {
+			c.DeepCopyInto(o)
+			return nil
+		}
+	}
+	return fmt.Errorf("this reader reads %ss only, not %T", r.w.kind, obj)
 }
 
 func (r secretReader) List(context.Context, client.ObjectList, ...client.ListOption) error {

@@ -79,6 +79,12 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
+	objs, hide, err := r.prepare(ctx, gs, objs, nil) // substitute_prepare.go: variables, SOPS
+	defer hide.scrub(out)
+	if err != nil {
+		out.err = err
+		return out
+	}
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
 	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil { // access.go

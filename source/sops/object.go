@@ -75,3 +75,15 @@ func joinPath(path, key string) string {
 	}
 	return path + "." + key
 }
+
+// Strings returns the decrypted string values, for callers that must keep
+// them out of text they did not build (error messages from the API).
+func (p *Plaintext) Strings() []string {
+	out := make([]string, 0, len(p.values))
+	for _, v := range p.values {
+		if s, ok := v.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
