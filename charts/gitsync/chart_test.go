@@ -297,6 +297,7 @@ func TestInstallDefaults(t *testing.T) {
 
 		{authz{verb: "delete", group: "gitsync.dev", resource: "gitsyncs", namespace: other}, false},
 		{authz{verb: "watch", resource: "secrets", namespace: ns}, true},
+		{authz{verb: "watch", resource: "configmaps", namespace: ns}, true}, // spec.substituteFrom
 		{authz{verb: "create", resource: "secrets", namespace: ns}, false},
 		{authz{verb: "list", resource: "secrets", namespace: other}, false},
 		{authz{verb: "get", resource: "secrets", namespace: other}, false},
