@@ -188,3 +188,17 @@ func TestIdentitiesFromSecret(t *testing.T) {
 		t.Fatal("a Secret without .agekey keys was accepted")
 	}
 }
+
+func TestFileMAC(t *testing.T) {
+	id := newKey(t)
+	enc := encrypt(t, secretYAML+"---\n"+strings.Replace(secretYAML, "name: db", "name: db2", 1), id)
+	mac, ok := sops.FileMAC(enc)
+	if !ok || mac != sops.MACOf(decode(t, enc)[1]) {
+		t.Fatalf("FileMAC = %q, %v; want the documents' mac", mac, ok)
+	}
+	for _, plain := range []string{secretYAML, "sops: 1\n", "a: [\n"} {
+		if _, ok := sops.FileMAC([]byte(plain)); ok {
+			t.Errorf("FileMAC(%q) ok", plain)
+		}
+	}
+}

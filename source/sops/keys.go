@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"filippo.io/age"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // KeySuffix ends the names of the Secret keys that hold age identities.
@@ -43,4 +44,22 @@ func IdentitiesFromSecret(data map[string][]byte) ([]age.Identity, error) {
 func Sniff(data []byte) bool {
 	return bytes.HasPrefix(data, []byte("sops:")) || bytes.Contains(data, []byte("\nsops:")) ||
 		bytes.Contains(data, []byte(`"sops":`))
+}
+
+// FileMAC returns the mac of a SOPS file's metadata (its first document's
+// top-level sops.mac), the key under which a render keeps the file for
+// Decrypt; ok is false for anything else. It reads only the metadata.
+func FileMAC(data []byte) (mac string, ok bool) {
+	if !Sniff(data) {
+		return "", false
+	}
+	var doc struct {
+		SOPS struct {
+			MAC string `yaml:"mac"`
+		} `yaml:"sops"`
+	}
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || doc.SOPS.MAC == "" {
+		return "", false
+	}
+	return doc.SOPS.MAC, true
 }
