@@ -73,8 +73,9 @@ func freeLoopback(b *testing.B) string {
 }
 
 // startAgent starts bin as the agent of the whole cluster and waits until it
-// is ready (CRD installed, caches synced). It is stopped when b ends.
-func startAgent(b *testing.B, bin, kubeconfig string, concurrent int) *scaleAgent {
+// is ready (CRD installed, caches synced). It is stopped when b ends. extra
+// arguments come last, so they override the defaults (e.g. --webhook-addr).
+func startAgent(b *testing.B, bin, kubeconfig string, concurrent int, extra ...string) *scaleAgent {
 	b.Helper()
 	dir := b.TempDir()
 	a := &scaleAgent{logPath: filepath.Join(dir, "agent.log"), metrics: freeLoopback(b), health: freeLoopback(b), done: make(chan struct{})}
@@ -86,6 +87,7 @@ func startAgent(b *testing.B, bin, kubeconfig string, concurrent int) *scaleAgen
 		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", "",
 		"--concurrent", strconv.Itoa(concurrent), "--cache-dir", filepath.Join(dir, "cache"), "--log-format", "json",
 		"--allow-local-sources") // the benchmark's repositories are file:// URLs
+	a.cmd.Args = append(a.cmd.Args, extra...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if pprofDir != "" {
 		a.prof = freeLoopback(b)

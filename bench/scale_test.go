@@ -66,6 +66,9 @@ func BenchmarkAgentScale(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("concurrent-%d", n), func(b *testing.B) { benchAgentScale(b, c, bin, repos, n) })
 	}
+	if *scaleFloor {
+		b.Run("floor", func(b *testing.B) { benchScaleFloor(b, *scaleSyncs, *scaleObjects) })
+	}
 }
 
 func gitsyncClient(b *testing.B) client.WithWatch {

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/yaml"
+)
+
+// scaleFloor adds a "floor" sub-benchmark to BenchmarkAgentScale: the same
+// objects the agent converges, sent as raw parallel server-side applies
+// (floorWorkers workers, no reads, no diff, no Git), into fresh namespaces,
+// with no agent running. It is what the control plane alone needs for the
+// writes, so the agent's figures can be read as a ratio to it.
+var scaleFloor = flag.Bool("scale.floor", false, "also time raw parallel server-side apply of the same objects (sub-benchmark floor)")
+
+// benchScaleFloor applies every repository's manifests, each into its own
+// namespace as the agent does, and reports the time, objects/s and the
+// control plane's CPU.
+func benchScaleFloor(b *testing.B, syncs, objects int) {
+	run := "floor-" + utilrand.String(4)
+	namespaces := make([]string, syncs)
+	var objs []*unstructured.Unstructured
+	for i := range namespaces {
+		namespaces[i] = fmt.Sprintf("scale-%s-%03d", run, i)
+		for j := range objects {
+			_, body := scaleManifest(i, j)
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(body), &u.Object); err != nil {
+				b.Fatal(err)
+			}
+			u.SetNamespace(namespaces[i])
+			objs = append(objs, u)
+		}
+	}
+	createNamespaces(b, namespaces, run)
+	b.Cleanup(func() { cleanupScale(b, gitsyncClient(b), namespaces) })
+	c := &counter{}
+	f := newFloor(b, c.wrap(env.Config))
+	cp := controlPlanePIDs()
+	before := map[string]time.Duration{}
+	for name, p := range cp {
+		before[name] = procCPU(p)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if err := f.apply(context.Background(), objs); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(took.Seconds(), "s-converge")
+	b.ReportMetric(float64(len(objs))/took.Seconds(), "objects/s")
+	b.ReportMetric((procCPU(cp["kube-apiserver"]) - before["kube-apiserver"]).Seconds(), "apiserver-cpu-s")
+	b.ReportMetric((procCPU(cp["etcd"]) - before["etcd"]).Seconds(), "etcd-cpu-s")
+	b.ReportMetric(float64(c.n.Load()), "converge-requests")
+}
