@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net"
@@ -324,5 +325,34 @@ func TestNewRefuses(t *testing.T) {
 				t.Errorf("error %q carries the address's password", err)
 			}
 		})
+	}
+}
+
+// TestWithCA: a host with a private CA is reached only with its CA added.
+// Checked by making WithCA return c unchanged (the second post then fails
+// on the unknown authority).
+func TestWithCA(t *testing.T) {
+	host := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }))
+	t.Cleanup(host.Close)
+	opts := Options{Provider: "gitea", RepoURL: "https://gitea.example.com/a/b", Address: host.URL, Credentials: Credentials{Token: token}, Client: plainClient()}
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Post(context.Background(), Status{Commit: sha, State: Success, Context: "c"}); err == nil {
+		t.Fatal("Post to a host with an unknown CA = nil, want a certificate error")
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: host.Certificate().Raw})
+	if opts.Client, err = WithCA(opts.Client, caPEM); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = New(opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Post(context.Background(), Status{Commit: sha, State: Success, Context: "c"}); err != nil {
+		t.Errorf("Post with the CA added = %v", err)
+	}
+	if _, err := WithCA(plainClient(), []byte("not a certificate")); err == nil {
+		t.Error("WithCA(garbage) = nil error")
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/commitstatus"
-	"gitsync.dev/gitsync/source"
 )
 
 // commitStatuses reports each GitSync's attempts on the commit it syncs
@@ -60,11 +59,25 @@ type commitReports struct {
 }
 
 // commitReport is one status for one commit, with the GitSync it is about
-// (a copy: where to post, and the object events are recorded on).
+// (a copy of what posting needs: the source URL, and the identity events
+// are recorded on).
 type commitReport struct {
 	gs     *v1.GitSync
 	spec   v1.CommitStatusSpec
 	status commitstatus.Status
+}
+
+// reportOf returns the report of state on commit for gs.
+func reportOf(gs *v1.GitSync, commit string, state commitstatus.State, description string) commitReport {
+	spec := *gs.Spec.CommitStatus
+	name := spec.Context
+	if name == "" {
+		name = "gitsync/" + gs.Namespace + "/" + gs.Name
+	}
+	slim := &v1.GitSync{TypeMeta: gs.TypeMeta, Spec: v1.GitSyncSpec{Source: gs.Spec.Source}}
+	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = gs.Name, gs.Namespace, gs.UID, gs.ResourceVersion
+	return commitReport{gs: slim, spec: spec,
+		status: commitstatus.Status{Commit: commit, State: state, Description: description, Context: name}}
 }
 
 // same reports whether o says what c says, to the same place: a failure is
@@ -82,21 +95,23 @@ func (c commitReport) same(o commitReport) bool {
 		(a.State != commitstatus.Failure || a.Description == b.Description)
 }
 
-// commitApplying reports rev as pending when a revision other than the one
-// applied last starts being applied; a drift repair or a retry of the same
-// commit reports nothing new.
-func (r *GitSyncReconciler) commitApplying(gs *v1.GitSync, rev source.Revision) {
-	if gs.Spec.CommitStatus == nil || gs.Status.LastAppliedRevision == rev.String() {
+// commitApplying reports rev (in Revision.String() form) as pending when a
+// revision other than the one applied last starts being applied; a drift
+// repair or a retry of the same commit reports nothing new.
+func (r *GitSyncReconciler) commitApplying(gs *v1.GitSync, rev fmt.Stringer) {
+	revision := rev.String()
+	commit := commitOf(revision)
+	if gs.Spec.CommitStatus == nil || commit == "" || gs.Status.LastAppliedRevision == revision {
 		return
 	}
 	key := client.ObjectKeyFromObject(gs)
 	r.commits.mu.Lock()
 	last := r.commits.byKey[key]
 	r.commits.mu.Unlock()
-	if last != nil && last.last.status.Commit == rev.Commit {
+	if last != nil && last.last.status.Commit == commit {
 		return
 	}
-	r.reportCommit(gs, rev.Commit, commitstatus.Pending, "Applying revision "+rev.String())
+	r.reportCommit(gs, commit, commitstatus.Pending, "Applying revision "+revision)
 }
 
 // commitOutcome reports what a sync did to the commit it attempted, after
@@ -139,13 +154,7 @@ func commitOf(rev string) string {
 // reportCommit queues a report unless it is the last one queued, and starts
 // the GitSync's sender when none runs.
 func (r *GitSyncReconciler) reportCommit(gs *v1.GitSync, commit string, state commitstatus.State, description string) {
-	spec := *gs.Spec.CommitStatus
-	ctxName := spec.Context
-	if ctxName == "" {
-		ctxName = "gitsync/" + gs.Namespace + "/" + gs.Name
-	}
-	rep := commitReport{gs: gs.DeepCopy(), spec: spec,
-		status: commitstatus.Status{Commit: commit, State: state, Description: description, Context: ctxName}}
+	rep := reportOf(gs, commit, state, description)
 	key := client.ObjectKeyFromObject(gs)
 	c := &r.commits
 	c.mu.Lock()
@@ -206,8 +215,8 @@ func (r *GitSyncReconciler) sendCommitReports(key types.NamespacedName, q *commi
 	}
 }
 
-// postCommit reads the token from the GitSync's Secret and posts one
-// report, both within the post timeout.
+// postCommit reads the token (and ca.crt, a private CA to trust) from the
+// GitSync's Secret and posts one report, both within the post timeout.
 func (r *GitSyncReconciler) postCommit(ctx context.Context, rep commitReport) error {
 	ctx, cancel := context.WithTimeout(ctx, r.commits.postTimeout())
 	defer cancel()
@@ -216,13 +225,21 @@ func (r *GitSyncReconciler) postCommit(ctx context.Context, rep commitReport) er
 	if err := r.apiReader.Get(ctx, key, secret); err != nil {
 		return fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err)
 	}
+	hc := r.commits.httpClient(r)
+	if ca := secret.Data["ca.crt"]; len(ca) > 0 {
+		var err error
+		if hc, err = commitstatus.WithCA(hc, ca); err != nil {
+			return fmt.Errorf("Secret/%s/%s key ca.crt: %w", key.Namespace, key.Name, err)
+		}
+		defer hc.CloseIdleConnections()
+	}
 	p, err := commitstatus.New(commitstatus.Options{
 		Provider: rep.spec.Provider,
 		RepoURL:  rep.gs.Spec.Source.URL,
 		Address:  rep.spec.Address,
 		Credentials: commitstatus.Credentials{Token: strings.TrimSpace(string(secret.Data["token"])),
 			Username: string(secret.Data["username"]), Password: string(secret.Data["password"])},
-		Client: r.commits.httpClient(r),
+		Client: hc,
 	})
 	if err != nil {
 		return fmt.Errorf("spec.commitStatus with Secret/%s/%s: %w", key.Namespace, key.Name, err)

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -38,8 +39,15 @@ type giteaStandIn struct {
 
 func newGiteaStandIn(t *testing.T, answer func(w http.ResponseWriter, r *http.Request) bool) *giteaStandIn {
 	t.Helper()
+	return startGiteaStandIn(t, answer, false)
+}
+
+// startGiteaStandIn is newGiteaStandIn, over TLS with a certificate of its
+// own CA when tls is set.
+func startGiteaStandIn(t *testing.T, answer func(w http.ResponseWriter, r *http.Request) bool, tls bool) *giteaStandIn {
+	t.Helper()
 	s := &giteaStandIn{answer: answer}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ State, Description, Context string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		parts := strings.Split(r.URL.Path, "/")
@@ -56,6 +64,11 @@ func newGiteaStandIn(t *testing.T, answer func(w http.ResponseWriter, r *http.Re
 		w.WriteHeader(http.StatusCreated)
 		_, _ = fmt.Fprintf(w, `{"id": 1, "status": %q}`, body.State)
 	}))
+	if tls {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
@@ -278,4 +291,30 @@ func (a *agent) counter(t *testing.T, name, label, value string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestCommitStatusPrivateCA: a host whose certificate comes from a private
+// CA is posted to when the Secret's ca.crt holds that CA. Checked by
+// dropping the ca.crt branch in postCommit (the post then fails on the
+// unknown authority and the test sees no status).
+func TestCommitStatusPrivateCA(t *testing.T) {
+	c, ns, rp, _ := commitStatusCase(t, agentOptions{})
+	host := startGiteaStandIn(t, nil, true)
+	secret := &corev1.Secret{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "host-token"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["ca.crt"] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: host.Certificate().Raw})
+	if err := c.Update(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	c1 := rp.commit(map[string]string{"deploy/a.yaml": configMap("a", "1")})
+	gs := newGitSync(ns, "app", rp.url(), withCommitStatus(host.URL))
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	got := host.waitPosts(t, 2)
+	if got[1].commit != c1 || got[1].state != "success" {
+		t.Errorf("posted %v, want success for %s second", got, c1)
+	}
 }
