@@ -17,6 +17,10 @@ import (
 	"gitsync.dev/gitsync/internal/shard"
 )
 
+// nameEnv, for tests, sets a replica's Lease name exactly (no random
+// suffix), so the test knows each replica's share in advance.
+const nameEnv = "GITSYNC_SHARD_NAME"
+
 // shardsAuto is the --shards value that makes replicas share the GitSyncs.
 const shardsAuto = "auto"
 
@@ -60,7 +64,7 @@ func (o *RunOptions) addShards(mgr manager.Manager, rec *controller.GitSyncRecon
 	opts.Identity = firstNonEmpty(os.Getenv("POD_NAME"), hostname())
 	opts.Keys, opts.Changed = rec.ShardKeys, rec.Requeue
 	opts.Registerer = ctrlmetrics.Registry
-	opts.TracePath = os.Getenv(traceEnv)
+	opts.TracePath, opts.Name = os.Getenv(traceEnv), os.Getenv(nameEnv)
 	opts.Log = ctrl.Log.WithName("shard")
 	m, err := shard.New(opts)
 	if err != nil {

@@ -44,6 +44,10 @@ type Options struct {
 	// Identity names this replica; a random suffix is added so a restarted
 	// process never mistakes its predecessor's Lease for its own.
 	Identity string
+	// Name, when set, is the Lease name as is, without Identity's random
+	// suffix: for tests that need the same assignment at every run. Two
+	// live processes must never share it.
+	Name string
 	// LeaseDuration is how long a Lease counts as live after it was last
 	// seen to change. A joining or leaving replica's share moves within it.
 	LeaseDuration time.Duration
@@ -161,9 +165,13 @@ func New(opts Options) (*Member, error) {
 	if len(id) > 40 {
 		id = id[:40]
 	}
+	name := leasePrefix + strings.TrimPrefix(id+"-", "-") + hex.EncodeToString(suffix)
+	if opts.Name != "" {
+		name = opts.Name
+	}
 	m := &Member{
 		opts:     opts,
-		name:     leasePrefix + strings.TrimPrefix(id+"-", "-") + hex.EncodeToString(suffix),
+		name:     name,
 		live:     newLiveness(opts.LeaseDuration),
 		inflight: map[string]*run{},
 		drained:  make(chan struct{}),
