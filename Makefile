@@ -53,6 +53,14 @@ test: testbin
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '$(RACE_PATTERN)')
 
+## bench: run the benchmarks and rewrite the generated part of bench/RESULTS.md (~25 min on 2 cores; never part of make test)
+# BENCH_FLAGS reaches bench/cmd/report, e.g. BENCH_FLAGS='-scales 20x100 -commits 5 -note "reduced scale"'.
+BENCH_FLAGS ?=
+.PHONY: bench
+bench: testbin
+	@hack/tools/build.sh kubectl >/dev/null
+	$(GO) run ./bench/cmd/report $(BENCH_FLAGS)
+
 ## e2e: the chart with the image on a real node (kubelet, containerd, kube-proxy; needs root), after make test
 .PHONY: e2e
 e2e: image
