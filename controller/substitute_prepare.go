@@ -9,6 +9,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/source/sops"
 )
 
 // prepare turns the shared render into gs's own objects: its variables
@@ -18,7 +19,7 @@ import (
 // this sync. The returned redactor hides the values from Secrets and the
 // decrypted ones in the sync's error. Decryption runs after substitution,
 // so a decrypted value (a password holding "${") is never expanded.
-func (r *GitSyncReconciler) prepare(ctx context.Context, gs *v1.GitSync, objs []*unstructured.Unstructured, files encryptedFiles) ([]*unstructured.Unstructured, redactor, error) {
+func (r *GitSyncReconciler) prepare(ctx context.Context, gs *v1.GitSync, objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, redactor, error) {
 	objs, fromSecrets, err := r.substitute(ctx, gs, objs)
 	if err != nil {
 		return nil, nil, err
@@ -70,4 +71,3 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.text }
 func (e redactedError) Unwrap() error { return e.err }
-

@@ -140,7 +140,7 @@ func TestDecryptRefuses(t *testing.T) {
 				t.Fatalf("err = %v, want problem %q", err, tt.problem)
 			}
 			msg := err.Error()
-			if !strings.HasPrefix(msg, "secrets/db.yaml: ") || strings.Contains(msg, "hunter2") || strings.Contains(msg, "AGE-SECRET-KEY") {
+			if !strings.Contains(msg, "secrets/db.yaml: ") || strings.Contains(msg, "hunter2") || strings.Contains(msg, "AGE-SECRET-KEY") {
 				t.Errorf("message %q must name the file and hold no secret", msg)
 			}
 		})

@@ -23,7 +23,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s: cannot decrypt: %v", e.File, e.Err)
+	return fmt.Sprintf("cannot decrypt %s: %v", e.File, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
