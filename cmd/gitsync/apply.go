@@ -146,7 +146,12 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		bar.Done()
 		return withExitCode(exitError, err)
 	}
-	res, err := engine.Run(ctx, desired.Objects, store, o.engineOptions(tgt, a, bar))
+	eopts := o.engineOptions(tgt, a, bar)
+	var waveErr error
+	if o.Wait {
+		eopts.BetweenWaves = o.waitBetweenWaves(tgt, &waveErr) // apply_waves.go
+	}
+	res, err := engine.Run(ctx, desired.Objects, store, eopts)
 	bar.Done() // ended by the apply already, unless the run stopped before it
 	cs := res.Changes
 	text := o.Out
@@ -169,6 +174,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if res.Held {
+		errs = append(errs, waveErr)
 	}
 	if o.Wait && len(errs) == 0 {
 		if err := o.waitReady(ctx, tgt, cs, text); err != nil {
@@ -211,6 +219,9 @@ func printChangeSet(p *printer, cs *apply.ChangeSet) {
 
 func changeLine(p *printer, e apply.Entry) string {
 	line := e.Subject + " " + string(e.Action)
+	if e.Action == "" {
+		line = e.Subject + " not applied (an earlier wave is not ready)" // apply_waves.go
+	}
 	var notes []string
 	if len(e.TookOver) > 0 {
 		notes = append(notes, "took fields back from "+strings.Join(e.TookOver, ", "))
