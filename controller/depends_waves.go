@@ -9,7 +9,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // Waves (gitsync.dev/wave, package apply) order the objects of one
@@ -31,7 +31,7 @@ type waveHold struct {
 
 // waveGate returns the gate between waves of gs's revision rev: nil (never
 // hold) without spec.wait. What it saw when it held is left in hold.
-func (r *GitSyncReconciler) waveGate(gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured, rev source.Revision, hold *waveHold) apply.WaveGate {
+func (r *GitSyncReconciler) waveGate(gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured, rev git.Revision, hold *waveHold) apply.WaveGate {
 	if !gs.Spec.Wait {
 		return nil
 	}

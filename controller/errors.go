@@ -10,7 +10,8 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/inventory"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 // syncError is a failed sync with the condition reason it is reported
@@ -51,19 +52,19 @@ func asSyncError(err error, reason string) *syncError {
 // the credentials Secret changes); anything else about reaching the remote
 // (an unreachable host, a server error, a timeout) is retried with backoff.
 func classifyFetch(err error) error {
-	var re *source.RenderError
+	var re *render.Error
 	var se *syncError
 	switch {
 	case errors.As(err, &se):
 		return err // classified already
-	case errors.Is(err, source.ErrInvalidSource):
+	case errors.Is(err, git.ErrInvalidSource):
 		return stalled(v1.ReasonInvalidSpec, err)
 	case errors.As(err, &re):
 		return stalled(v1.ReasonRenderFailed, err)
-	case source.IsPermanent(err):
-		return stalled(source.Reason(err), withFetchHint(err))
-	case source.Reason(err) == source.ReasonHostUnreachable:
-		return retry(source.ReasonHostUnreachable, err)
+	case git.IsPermanent(err):
+		return stalled(git.Reason(err), withFetchHint(err))
+	case git.Reason(err) == git.ReasonHostUnreachable:
+		return retry(git.ReasonHostUnreachable, err)
 	default:
 		return retry(v1.ReasonFetchFailed, err)
 	}
@@ -72,11 +73,11 @@ func classifyFetch(err error) error {
 // withFetchHint adds to a permanent fetch failure the spec field or Secret
 // that fixes it, where the source's message cannot know it.
 func withFetchHint(err error) error {
-	switch source.Reason(err) {
-	case source.ReasonAuthenticationRequired:
+	switch git.Reason(err) {
+	case git.ReasonAuthenticationRequired:
 		return fmt.Errorf("%w; set spec.source.secretRef to a Secret with keys %s and %s, or %s (https), or %s and %s (ssh)", err,
-			source.SecretKeyUsername, source.SecretKeyPassword, source.SecretKeyBearerToken, source.SecretKeyIdentity, source.SecretKeyKnownHosts)
-	case source.ReasonRepositoryNotFound:
+			git.SecretKeyUsername, git.SecretKeyPassword, git.SecretKeyBearerToken, git.SecretKeyIdentity, git.SecretKeyKnownHosts)
+	case git.ReasonRepositoryNotFound:
 		return fmt.Errorf("%w; check spec.source.url", err)
 	}
 	return err

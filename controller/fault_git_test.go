@@ -14,7 +14,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/gittest"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // gitHost serves one repository on loopback (internal/gittest) behind basic
@@ -53,12 +53,12 @@ func TestFaultGitSource(t *testing.T) {
 	}{
 		"host down": {
 			fault:  func(t *testing.T, h *gitHost, r *repo) { h.Close() },
-			reason: source.ReasonHostUnreachable,
+			reason: git.ReasonHostUnreachable,
 			words:  []string{"unreachable", "connection refused"},
 		},
 		"auth revoked": {
 			fault:   func(t *testing.T, h *gitHost, r *repo) { h.SetPassword("rotated") },
-			reason:  source.ReasonAuthenticationFailed,
+			reason:  git.ReasonAuthenticationFailed,
 			stalled: true,
 			words:   []string{"rejected the username and password from Secret/", "/git-auth"},
 		},
@@ -67,7 +67,7 @@ func TestFaultGitSource(t *testing.T) {
 				r.git("checkout", "-q", "-b", "other")
 				r.git("branch", "-q", "-D", "main")
 			},
-			reason:  source.ReasonRefNotFound,
+			reason:  git.ReasonRefNotFound,
 			stalled: true,
 			words:   []string{`branch "main" not found`, "the remote has branches other"},
 		},

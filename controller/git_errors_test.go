@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // TestGitMistakesStallThenRecover: the first mistakes a user makes with a
@@ -75,7 +75,7 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 	withSecret := func(g *v1.GitSync) { g.Spec.Source.SecretRef = &v1.LocalObjectReference{Name: g.Name + "-auth"} }
 	cases := []gitMistake{{
 		name:   "no-credentials",
-		reason: source.ReasonAuthenticationRequired,
+		reason: git.ReasonAuthenticationRequired,
 		words:  []string{"none were sent", "set spec.source.secretRef"},
 		fix: func(t *testing.T, gs *v1.GitSync) {
 			createSecret(t, c, ns, gs.Name+"-auth", good)
@@ -85,28 +85,28 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 		name:   "wrong-password",
 		secret: map[string][]byte{"username": []byte("git"), "password": []byte("hunter2")},
 		mutate: withSecret,
-		reason: source.ReasonAuthenticationFailed,
+		reason: git.ReasonAuthenticationFailed,
 		words:  []string{"rejected the username and password from Secret/" + ns + "/wrong-password-auth"},
 		fix:    fixSecret,
 	}, {
 		name:   "keys-user-pass",
 		secret: map[string][]byte{"user": []byte("git"), "pass": []byte("s3cret")},
 		mutate: withSecret,
-		reason: source.ReasonCredentialsUnrecognized,
+		reason: git.ReasonCredentialsUnrecognized,
 		words:  []string{"Secret/" + ns + "/keys-user-pass-auth has no username and password, or bearerToken", "its keys are pass, user"},
 		fix:    fixSecret,
 	}, {
 		name:   "wrong-branch",
 		secret: good,
 		mutate: func(g *v1.GitSync) { withSecret(g); g.Spec.Source.Ref.Branch = "mian" },
-		reason: source.ReasonRefNotFound,
+		reason: git.ReasonRefNotFound,
 		words:  []string{`branch "mian" not found`, "the remote has branches dev, main (default main)"},
 		fix:    fixSpec(func(g *v1.GitSync) { g.Spec.Source.Ref.Branch = "main" }),
 	}, {
 		name:   "wrong-url",
 		secret: good,
 		mutate: func(g *v1.GitSync) { withSecret(g); g.Spec.Source.URL = h.URL + "/nope" },
-		reason: source.ReasonRepositoryNotFound,
+		reason: git.ReasonRepositoryNotFound,
 		words:  []string{"repository " + h.URL + "/nope: not found", "check spec.source.url"},
 		fix:    fixSpec(func(g *v1.GitSync) { g.Spec.Source.URL = h.url }),
 	}}
@@ -193,7 +193,7 @@ func waitGitSyncEvent(t *testing.T, c client.Client, key client.ObjectKey, typ, 
 // broken revision.
 //
 // Checked: with render remembering every Stalled failure (the
-// source.Reason test dropped), the GitSync stays Stalled after the push.
+// git.Reason test dropped), the GitSync stays Stalled after the push.
 func TestPinnedCommitPushedLater(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
@@ -211,7 +211,7 @@ func TestPinnedCommitPushedLater(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(gs)
 	waitCondition(t, c, key, v1.ConditionStalled, metav1.ConditionTrue, func(g *v1.GitSync) bool {
-		return meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled).Reason == source.ReasonRefNotFound
+		return meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled).Reason == git.ReasonRefNotFound
 	})
 
 	clone.git("push", "-q", "origin", "HEAD:refs/heads/feature")

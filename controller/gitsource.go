@@ -9,20 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
-// sourceOf translates spec.source into a source.Source that reaches its
+// sourceOf translates spec.source into a git.Source that reaches its
 // remote only through the egress dialer, reading credentials through the
 // agent's Secret watch (secretwatch.go) when the remote is asked for a new
 // revision. A local repository is refused unless the operator allowed local
 // sources.
-func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (source.Source, error) {
+func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (git.Source, error) {
 	spec := gs.Spec.Source
-	src := source.Source{
+	src := git.Source{
 		URL:    spec.URL,
 		Path:   spec.Path,
-		Ref:    source.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit},
+		Ref:    git.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit},
 		Egress: &r.opts.Egress,
 	}
 	if err := src.Validate(); err != nil {
@@ -30,13 +30,13 @@ func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (sourc
 	}
 	if src.IsLocal() && !r.opts.AllowLocalSources {
 		return src, stalled(v1.ReasonInvalidSpec, fmt.Errorf("source url %s is a path on the agent's disk; "+
-			"local sources are refused unless gitsync run is started with --allow-local-sources", source.RedactURL(spec.URL)))
+			"local sources are refused unless gitsync run is started with --allow-local-sources", git.RedactURL(spec.URL)))
 	}
 	return src, r.sourceAuth(ctx, gs, &src)
 }
 
 // sourceAuth reads spec.source.secretRef into src.Auth.
-func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src *source.Source) error {
+func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src *git.Source) error {
 	spec, reader := gs.Spec.Source, r.secretsFor(gs)
 	if spec.SecretRef == nil {
 		return nil
@@ -46,9 +46,9 @@ func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src 
 	if err := reader.Get(ctx, key, secret); err != nil {
 		return retry(v1.ReasonFetchFailed, fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err))
 	}
-	// The keys read are source.SecretKey*; the Secret's name and key names
+	// The keys read are git.SecretKey*; the Secret's name and key names
 	// let a refusal say which keys it has instead.
-	src.Auth = source.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", key.Namespace, key.Name), secret.Data)
+	src.Auth = git.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", key.Namespace, key.Name), secret.Data)
 	return nil
 }
 
@@ -56,7 +56,7 @@ func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src 
 // ls-remote asked at notBefore or later with the GitSyncs that follow the
 // same URL and ref with the same credentials (resolve.go), and records
 // the duration and, on failure, its reason in the fetch metrics.
-func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src source.Source, notBefore time.Time) (source.Revision, error) {
+func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src git.Source, notBefore time.Time) (git.Revision, error) {
 	start := r.clock.Now()
 	origin := ""
 	if ref := gs.Spec.Source.SecretRef; ref != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // hostLimit bounds the requests open to one Git host at once. A slot is
@@ -58,7 +58,7 @@ func (h *hostLimit) acquire(ctx context.Context, rawURL string) (func(), error) 
 		return func() { <-s.sem; leave() }, nil
 	case <-ctx.Done():
 		leave()
-		return nil, fmt.Errorf("waiting for a connection slot to %s: %w", source.RedactURL(host), ctx.Err())
+		return nil, fmt.Errorf("waiting for a connection slot to %s: %w", git.RedactURL(host), ctx.Err())
 	}
 }
 

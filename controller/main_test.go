@@ -35,6 +35,8 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 var (
@@ -191,14 +193,14 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetcher, err := source.NewFetcher(source.FetcherOptions{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	fetcher, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srcCache, err := source.NewCache(source.CacheOptions{
 		Fetcher: fetcher,
-		Render: func(ctx context.Context, root, path string) (*source.Rendered, error) {
-			return source.Render(ctx, root, path, source.DefaultRenderOptions())
+		Render: func(ctx context.Context, root, path string) (*render.Rendered, error) {
+			return render.Render(ctx, root, path, render.DefaultOptions())
 		},
 	})
 	if err != nil {

@@ -8,13 +8,15 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 // Options configures a GitSyncReconciler.
 type Options struct {
 	// Fetcher resolves refs to revisions: one listing request per resolve.
 	// Required.
-	Fetcher *source.Fetcher
+	Fetcher *git.Fetcher
 	// Cache turns a resolved revision into rendered objects, fetching and
 	// rendering only what it has not seen. Required.
 	Cache *source.Cache
@@ -59,7 +61,7 @@ type Options struct {
 	PruneMaxShare float64
 	// MaxObjects is the operator's cap on the objects one revision may
 	// render to (gitsync run --max-objects). The Cache must render with the
-	// same source.RenderOptions.MaxObjects; a GitSync's spec.maxObjects may
+	// same render.Options.MaxObjects; a GitSync's spec.maxObjects may
 	// only lower it.
 	MaxObjects int
 	// MinBackoff is the first retry delay after a transient failure; it
@@ -95,7 +97,7 @@ func DefaultOptions() Options {
 		PruneMaxShare:           inventory.DefaultPruneOptions().MaxShare,
 		Jitter:                  0.1,
 		Limits:                  DefaultLimits(),
-		MaxObjects:              source.DefaultMaxObjects,
+		MaxObjects:              render.DefaultMaxObjects,
 		QPS:                     1000,
 		Burst:                   2000,
 	}

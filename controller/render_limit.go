@@ -6,6 +6,8 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 // maxObjectsOf is gs's object cap: spec.maxObjects when set, else the
@@ -27,9 +29,9 @@ func (r *GitSyncReconciler) maxObjectsOf(gs *v1.GitSync) (int, error) {
 
 // getCapped returns the artifact of rev when it holds no more objects than
 // gs's cap. A revision over the agent's cap already failed to render (a
-// source.RenderError naming --max-objects); one over a lower
+// render.Error naming --max-objects); one over a lower
 // spec.maxObjects fails here the same way, naming that field.
-func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src source.Source, rev source.Revision) (*source.Artifact, error) {
+func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src git.Source, rev git.Revision) (*source.Artifact, error) {
 	limit, err := r.maxObjectsOf(gs)
 	if err != nil {
 		return nil, err
@@ -39,9 +41,9 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src s
 		return nil, err
 	}
 	if n := len(art.Rendered.Objects); n > limit {
-		return nil, &source.RenderError{Class: source.ErrTooLarge, Path: src.Path,
+		return nil, &render.Error{Class: render.ErrTooLarge, Path: src.Path,
 			Detail: fmt.Sprintf("%d objects, more than %d", n, limit),
-			Err:    &source.ObjectLimitError{Max: limit, Setting: "spec.maxObjects"}}
+			Err:    &render.ObjectLimitError{Max: limit, Setting: "spec.maxObjects"}}
 	}
 	return art, nil
 }

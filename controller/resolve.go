@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // resolver shares ls-remotes between GitSyncs: every GitSync following the
@@ -27,7 +27,7 @@ import (
 // (and the same Secret: errors name it): a tenant without access to a
 // private repository cannot learn its refs through another tenant's resolve.
 type resolver struct {
-	fetcher  *source.Fetcher
+	fetcher  *git.Fetcher
 	hosts    *hostLimit
 	shareFor time.Duration
 	clock    clock.PassiveClock
@@ -48,11 +48,11 @@ type flight struct {
 	cancel  context.CancelFunc
 	waiters int // guarded by resolver.mu
 	done    chan struct{}
-	rev     source.Revision
+	rev     git.Revision
 	err     error
 }
 
-func newResolver(f *source.Fetcher, l Limits, clk clock.PassiveClock, base func() context.Context) *resolver {
+func newResolver(f *git.Fetcher, l Limits, clk clock.PassiveClock, base func() context.Context) *resolver {
 	return &resolver{fetcher: f, hosts: newHostLimit(l.GitHostConcurrency), shareFor: l.ResolveShareFor,
 		clock: clk, base: base, flights: map[string]*flight{}}
 }
@@ -60,7 +60,7 @@ func newResolver(f *source.Fetcher, l Limits, clk clock.PassiveClock, base func(
 // resolve returns src's revision from an ls-remote started at notBefore or
 // later, joining one in flight or just done when there is one. origin
 // names where src.Auth was read ("Secret/ns/name"), empty for none.
-func (r *resolver) resolve(ctx context.Context, src source.Source, origin string, notBefore time.Time) (source.Revision, error) {
+func (r *resolver) resolve(ctx context.Context, src git.Source, origin string, notBefore time.Time) (git.Revision, error) {
 	key := resolveKey(src, origin)
 	now := r.clock.Now()
 	r.mu.Lock()
@@ -80,7 +80,7 @@ func (r *resolver) resolve(ctx context.Context, src source.Source, origin string
 		return f.rev, f.err
 	case <-ctx.Done():
 		r.leave(key, f)
-		return source.Revision{}, fmt.Errorf("resolve %s: %w", source.RedactURL(src.URL), ctx.Err())
+		return git.Revision{}, fmt.Errorf("resolve %s: %w", git.RedactURL(src.URL), ctx.Err())
 	}
 }
 
@@ -100,7 +100,7 @@ func (r *resolver) leave(key string, f *flight) {
 }
 
 // run does f's ls-remote within src's host's connection limit.
-func (r *resolver) run(f *flight, src source.Source) {
+func (r *resolver) run(f *flight, src git.Source) {
 	defer close(f.done)
 	defer f.cancel()
 	release, err := r.hosts.acquire(f.ctx, src.URL)
@@ -134,7 +134,7 @@ func isDone(f *flight) bool {
 // (userinfo included), the ref, and every credential the request presents
 // (the Secret they were read from included, since errors name it). It is a
 // digest, so the map holds no credential.
-func resolveKey(src source.Source, origin string) string {
+func resolveKey(src git.Source, origin string) string {
 	h := sha256.New()
 	field := func(b []byte) {
 		fmt.Fprintf(h, "%d:", len(b))

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"gitsync.dev/gitsync/internal/gittest"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // privateRepo serves one commit of a repository that needs basic auth
@@ -48,7 +48,7 @@ func privateRepo(t *testing.T) (string, *gittest.Server, func() string) {
 
 func testResolver(t *testing.T, shareFor time.Duration) *resolver {
 	t.Helper()
-	f, err := source.NewFetcher(source.FetcherOptions{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +65,13 @@ func testResolver(t *testing.T, shareFor time.Duration) *resolver {
 func TestResolverShares(t *testing.T) {
 	url, srv, commit := privateRepo(t)
 	r := testResolver(t, time.Hour)
-	src := source.Source{URL: url, Ref: source.Ref{Branch: "main"},
-		Auth: source.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
+		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
 	ctx := context.Background()
 	srv.ResetCounts()
 	start := time.Now()
 	var wg sync.WaitGroup
-	revs := make([]source.Revision, 50)
+	revs := make([]git.Revision, 50)
 	errs := make([]error, 50)
 	for i := range 50 {
 		wg.Go(func() { revs[i], errs[i] = r.resolve(ctx, src, "a/creds", start.Add(-time.Hour)) })
@@ -110,29 +110,29 @@ func TestResolverKeepsTenantsApart(t *testing.T) {
 	url, srv, _ := privateRepo(t)
 	r := testResolver(t, time.Hour)
 	ctx := context.Background()
-	creds := func(name, pass string) *source.Auth {
-		return source.AuthFromSecret("Secret/"+name, map[string][]byte{"username": []byte("git"), "password": []byte(pass)})
+	creds := func(name, pass string) *git.Auth {
+		return git.AuthFromSecret("Secret/"+name, map[string][]byte{"username": []byte("git"), "password": []byte(pass)})
 	}
-	main := source.Ref{Branch: "main"}
+	main := git.Ref{Branch: "main"}
 	past := time.Now().Add(-time.Hour)
-	if _, err := r.resolve(ctx, source.Source{URL: url, Ref: main, Auth: creds("a/creds", "pass")}, "a/creds", past); err != nil {
+	if _, err := r.resolve(ctx, git.Source{URL: url, Ref: main, Auth: creds("a/creds", "pass")}, "a/creds", past); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name   string
-		auth   *source.Auth
+		auth   *git.Auth
 		origin string
 	}{
 		{"anonymous", nil, ""},
 		{"wrong password", creds("b/creds", "guess"), "b/creds"},
 	} {
-		rev, err := r.resolve(ctx, source.Source{URL: url, Ref: main, Auth: tc.auth}, tc.origin, past)
-		if err == nil || source.Reason(err) == "" {
+		rev, err := r.resolve(ctx, git.Source{URL: url, Ref: main, Auth: tc.auth}, tc.origin, past)
+		if err == nil || git.Reason(err) == "" {
 			t.Errorf("%s: resolve = %v, %v; want an authentication failure", tc.name, rev, err)
 		}
 	}
 	srv.ResetCounts()
-	if _, err := r.resolve(ctx, source.Source{URL: url, Ref: main, Auth: creds("b/creds", "pass")}, "b/creds", past); err != nil {
+	if _, err := r.resolve(ctx, git.Source{URL: url, Ref: main, Auth: creds("b/creds", "pass")}, "b/creds", past); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.ListRefs.Load(); n != 1 {
@@ -150,7 +150,7 @@ func TestResolverCancelsUnwanted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.resolve(ctx, source.Source{URL: url, Ref: source.Ref{Branch: "main"}}, "", time.Now())
+		_, err := r.resolve(ctx, git.Source{URL: url, Ref: git.Ref{Branch: "main"}}, "", time.Now())
 		done <- err
 	}()
 	host.WaitFor(t, "the ls-remote connected", func(_, open, _ int) bool { return open == 1 })

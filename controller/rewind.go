@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // rewind is a branch or tag that now points at a commit which does not
@@ -39,7 +39,7 @@ type rewindMemo struct {
 // records a Warning event (once per rewind) and returns it, so status can
 // say so; otherwise nil. Failing to decide (the deepening fetch failed) is
 // logged and treated as no rewind: it never fails a sync.
-func (r *GitSyncReconciler) rewindOf(ctx context.Context, gs *v1.GitSync, st *syncState, src source.Source, rev source.Revision) *rewind {
+func (r *GitSyncReconciler) rewindOf(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) *rewind {
 	ref, from, ok := parseRevision(gs.Status.LastAppliedRevision)
 	if !ok || ref == "" || ref != rev.Ref || from == rev.Commit {
 		return nil

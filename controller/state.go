@@ -5,7 +5,7 @@ import (
 	"time"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // syncState is what the reconciler remembers about one GitSync between
@@ -17,8 +17,8 @@ import (
 type syncState struct {
 	mu sync.Mutex
 
-	src        source.Source
-	rev        source.Revision
+	src        git.Source
+	rev        git.Revision
 	resolvedAt time.Time
 	generation int64
 	requested  string
@@ -57,7 +57,7 @@ func (s *syncState) needsResolve(gs *v1.GitSync, now time.Time) bool {
 
 // resolved records a fresh resolve; the fetch mark is cleared only by the
 // resolve that started after it was set.
-func (s *syncState) resolved(gs *v1.GitSync, src source.Source, rev source.Revision, at time.Time) {
+func (s *syncState) resolved(gs *v1.GitSync, src git.Source, rev git.Revision, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.src, s.rev, s.resolvedAt = src, rev, at
@@ -82,7 +82,7 @@ func (s *syncState) takeFetchMark(gs *v1.GitSync, now time.Time, shareFor time.D
 	return notBefore
 }
 
-func (s *syncState) last() (source.Source, source.Revision) {
+func (s *syncState) last() (git.Source, git.Revision) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.src, s.rev

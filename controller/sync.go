@@ -15,7 +15,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // outcome is what one sync did, for status, events and metrics.
@@ -131,7 +131,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 // judgeWait reads the health of the objects rev applied and says whether
 // gs still waits for them (a message and when to look again at the latest),
 // is Stalled on them, or is done.
-func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev source.Revision) (string, time.Duration, error) {
+func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision) (string, time.Duration, error) {
 	pending, err := healthOf(ctx, tgt.cache, objs, cs)
 	if err != nil {
 		return "", 0, retry(v1.ReasonHealthCheckFailed, err)
@@ -149,7 +149,7 @@ func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *s
 // revision returns the source and the revision to sync: freshly resolved
 // when refresh is set, else the one resolved last (drift repairs and status
 // retries do not ask the remote again before the interval is up).
-func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *syncState, refresh bool) (source.Source, source.Revision, error) {
+func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *syncState, refresh bool) (git.Source, git.Revision, error) {
 	if !refresh {
 		src, rev := st.last()
 		return src, rev, nil
@@ -158,7 +158,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor) // resolve.go
 	src, err := r.sourceOf(ctx, gs)
 	if err != nil {
-		return src, source.Revision{}, err
+		return src, git.Revision{}, err
 	}
 	rev, err := r.resolve(ctx, gs, src, notBefore) // gitsource.go
 	if err != nil {
@@ -170,7 +170,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 
 // render returns the objects of rev; a permanent failure is remembered so
 // the same broken commit is not fetched and rendered again.
-func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, src source.Source, rev source.Revision) ([]*unstructured.Unstructured, error) {
+func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) ([]*unstructured.Unstructured, error) {
 	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 		err = classifyFetch(err)
 		// A failure of the remote (a pinned commit not pushed yet, refused
 		// credentials) is not remembered: it may pass at the next resolve.
-		if se := asSyncError(err, ""); se.Stalled && source.Reason(err) == "" {
+		if se := asSyncError(err, ""); se.Stalled && git.Reason(err) == "" {
 			st.setStalled(gs.Generation, rev.Commit, err)
 		}
 		return nil, err

@@ -15,11 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/webhook"
 )
 
 // URLIndex is the field index of GitSyncs by normalised source URL
-// (source.NormalizeRepoURL), so a webhook finds its GitSyncs without a scan.
+// (git.NormalizeRepoURL), so a webhook finds its GitSyncs without a scan.
 const URLIndex = "gitsync.dev/normalized-url"
 
 // WebhookSecretKey is the key of the webhook Secret that holds the shared
@@ -33,7 +34,7 @@ func IndexByURL(ctx context.Context, mgr manager.Manager) error {
 		if gs.Spec.Webhook == nil {
 			return nil
 		}
-		return []string{source.NormalizeRepoURL(gs.Spec.Source.URL)}
+		return []string{git.NormalizeRepoURL(gs.Spec.Source.URL)}
 	})
 }
 
@@ -53,22 +54,22 @@ func DefaultWebhookLookupOptions() WebhookLookupOptions {
 	return WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clock.RealClock{}}
 }
 
-// WebhookLookup returns a source.ReceiverOptions.Lookup: the GitSyncs with
+// WebhookLookup returns a webhook.Options.Lookup: the GitSyncs with
 // a webhook whose source URL normalises to repoURL, found through URLIndex
 // in gitsyncs (the manager's cache), with their secret read from secrets.
 // Secrets are read with one GET per GitSync and TTL instead of a
 // cluster-wide Secret informer, which would hold every Secret in memory.
-func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []source.WebhookTarget {
+func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []webhook.Target {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
 	cache := &secretCache{reader: secrets, opts: opts, entries: map[types.NamespacedName]cachedSecret{}}
-	return func(ctx context.Context, repoURL string) []source.WebhookTarget {
+	return func(ctx context.Context, repoURL string) []webhook.Target {
 		list := &v1.GitSyncList{}
 		if err := gitsyncs.List(ctx, list, client.MatchingFields{URLIndex: repoURL}); err != nil {
 			return nil
 		}
-		var out []source.WebhookTarget
+		var out []webhook.Target
 		for i := range list.Items {
 			gs := &list.Items[i]
 			if gs.Spec.Webhook == nil || gs.Spec.Suspend {
@@ -78,7 +79,7 @@ func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) f
 			if !ok {
 				continue
 			}
-			out = append(out, source.WebhookTarget{
+			out = append(out, webhook.Target{
 				Key:    gs.Namespace + "/" + gs.Name,
 				Branch: gs.Spec.Source.Ref.Branch,
 				Secret: secret,

@@ -9,7 +9,8 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/webhook"
 )
 
 // ReasonWebhookRejected is the reason of the Warning event a GitSync gets
@@ -21,14 +22,14 @@ const ReasonWebhookRejected = "WebhookRejected"
 // events API (the metric still counts every request).
 const webhookEventInterval = time.Minute
 
-// WebhookObserver returns a source.ReceiverOptions.Observe for this agent:
+// WebhookObserver returns a webhook.Options.Observe for this agent:
 // it counts every delivery in gitsync_webhook_requests_total (by provider,
 // result and status code) and tells each GitSync whose repository a wrongly
 // signed push named, with a Warning event at most once a minute, so a
 // misconfigured secret is easy to find although the sender is told nothing.
-func (r *GitSyncReconciler) WebhookObserver() func(source.WebhookDelivery) {
+func (r *GitSyncReconciler) WebhookObserver() func(webhook.Delivery) {
 	limit := newEventLimiter(r.clock, webhookEventInterval)
-	return func(d source.WebhookDelivery) {
+	return func(d webhook.Delivery) {
 		r.opts.Metrics.observeWebhook(d.Provider, string(d.Result), d.Code)
 		for _, key := range d.Rejected {
 			nn, ok := ParseKey(key)
@@ -44,7 +45,7 @@ func (r *GitSyncReconciler) WebhookObserver() func(source.WebhookDelivery) {
 			}
 			r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, ReasonWebhookRejected, "Webhook",
 				"a %s push webhook for %s did not verify with the secret in Secret/%s/%s (key %q); the request was ignored",
-				d.Provider, source.RedactURL(gs.Spec.Source.URL), gs.Namespace, gs.Spec.Webhook.SecretRef.Name, WebhookSecretKey)
+				d.Provider, git.RedactURL(gs.Spec.Source.URL), gs.Namespace, gs.Spec.Webhook.SecretRef.Name, WebhookSecretKey)
 		}
 	}
 }

@@ -23,7 +23,8 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/webhook"
 )
 
 // webhookAgent is a running agent with the receiver `gitsync run` serves in
@@ -47,12 +48,12 @@ func startWebhookAgent(t *testing.T, ns string) *webhookAgent {
 		t.Fatal(err)
 	}
 	if err := informers.IndexField(ctx, &v1.GitSync{}, controller.URLIndex, func(o client.Object) []string {
-		return []string{source.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
+		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
 	}); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = informers.Start(ctx) }()
-	opts := source.DefaultReceiverOptions()
+	opts := webhook.DefaultOptions()
 	opts.Lookup = controller.WebhookLookup(informers, env.Client, controller.DefaultWebhookLookupOptions())
 	opts.Observe = w.rec.WebhookObserver()
 	opts.Enqueue = func(key string) {
@@ -61,7 +62,7 @@ func startWebhookAgent(t *testing.T, ns string) *webhookAgent {
 			w.rec.Trigger(nn)
 		}
 	}
-	rcv, err := source.NewReceiver(opts)
+	rcv, err := webhook.NewReceiver(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

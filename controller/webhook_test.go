@@ -14,7 +14,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
-	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/git"
 )
 
 // countingReader counts the Gets that reach the apiserver through it.
@@ -42,7 +42,7 @@ func TestWebhookLookupReusesSecretReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := informers.IndexField(ctx, &v1.GitSync{}, controller.URLIndex, func(o client.Object) []string {
-		return []string{source.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
+		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestWebhookLookupReusesSecretReads(t *testing.T) {
 	reader := &countingReader{Reader: env.Client}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	lookup := controller.WebhookLookup(informers, reader, controller.WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clk})
-	key := source.NormalizeRepoURL(url)
+	key := git.NormalizeRepoURL(url)
 	eventually(t, "GitSync in the informer cache", func(ctx context.Context) (bool, error) {
 		return len(lookup(ctx, key)) == 1, nil
 	})

@@ -18,7 +18,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/inventory"
-	"gitsync.dev/gitsync/source"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 var env *testenv.Env
@@ -41,7 +41,7 @@ func repoRoot(t *testing.T) string {
 // render turns a repository path into objects with gitsync's own renderer.
 func render(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
-	r, err := source.Render(context.Background(), repoRoot(t), path, source.DefaultRenderOptions())
+	r, err := sourcerender.Render(context.Background(), repoRoot(t), path, sourcerender.DefaultOptions())
 	if err != nil {
 		t.Fatalf("render %s: %v", path, err)
 	}
@@ -109,7 +109,7 @@ var crdOnce struct {
 func installGitSyncCRD(t *testing.T) {
 	t.Helper()
 	crdOnce.Do(func() {
-		r, err := source.Render(context.Background(), repoRoot(t), "api/v1alpha1/crd", source.DefaultRenderOptions())
+		r, err := sourcerender.Render(context.Background(), repoRoot(t), "api/v1alpha1/crd", sourcerender.DefaultOptions())
 		if err != nil {
 			crdOnce.err = err
 			return

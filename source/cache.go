@@ -10,18 +10,21 @@ import (
 	"sync"
 
 	"golang.org/x/sync/singleflight"
+
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 // RenderFunc renders path (relative, "/"-separated) of the checkout at root.
 // The Cache takes it as a parameter so it never depends on a renderer.
-type RenderFunc func(ctx context.Context, root, path string) (*Rendered, error)
+type RenderFunc func(ctx context.Context, root, path string) (*render.Rendered, error)
 
 // CacheOptions configures a Cache.
 type CacheOptions struct {
 	// Fetcher resolves and fetches. Required.
-	Fetcher *Fetcher
+	Fetcher *git.Fetcher
 	// Render turns a checkout path into objects. Required; usually a closure
-	// over source.Render with the caller's RenderOptions.
+	// over render.Render with the caller's render.Options.
 	Render RenderFunc
 	// MaxEntries bounds the renders kept, so memory stays flat with many sources.
 	MaxEntries int
@@ -35,14 +38,14 @@ func DefaultCacheOptions() CacheOptions {
 	return CacheOptions{MaxEntries: 256, MaxBytes: 256 << 20}
 }
 
-// Artifact is the rendered content of one Source at one Revision.
+// Artifact is the rendered content of one git.Source at one git.Revision.
 type Artifact struct {
 	// Revision is what the Source resolved to. Rewritten and Previous are set
 	// only by the Get that first fetched this commit.
-	Revision Revision
+	Revision git.Revision
 	// Rendered is shared between callers and must not be modified.
-	Rendered *Rendered
-	// ContentKey names the render's input (see contentKey); commits with the
+	Rendered *render.Rendered
+	// ContentKey names the render's input (see git.Fetcher.ContentKey); commits with the
 	// same key share one render.
 	ContentKey string
 }
@@ -56,8 +59,8 @@ type Cache struct {
 	group singleflight.Group
 
 	mu       sync.Mutex
-	contents *lru[string]    // url|commit|path → content key
-	renders  *lru[*Rendered] // url|content key|path → render
+	contents *lru[string]           // url|commit|path → content key
+	renders  *lru[*render.Rendered] // url|content key|path → render
 	last     map[string]*Artifact
 }
 
@@ -76,14 +79,14 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 	return &Cache{
 		opts:     opts,
 		contents: newLRU[string](opts.MaxEntries*4, 0),
-		renders:  newLRU[*Rendered](opts.MaxEntries, opts.MaxBytes),
+		renders:  newLRU[*render.Rendered](opts.MaxEntries, opts.MaxBytes),
 		last:     map[string]*Artifact{},
 	}, nil
 }
 
 // Get resolves src (one listing request) and returns the artifact for the
 // revision it points at, fetching and rendering only on a miss.
-func (c *Cache) Get(ctx context.Context, src Source) (*Artifact, error) {
+func (c *Cache) Get(ctx context.Context, src git.Source) (*Artifact, error) {
 	rev, err := c.opts.Fetcher.Resolve(ctx, src)
 	if err != nil {
 		return nil, err
@@ -92,8 +95,8 @@ func (c *Cache) Get(ctx context.Context, src Source) (*Artifact, error) {
 }
 
 // GetRevision returns the artifact for an already resolved revision.
-func (c *Cache) GetRevision(ctx context.Context, src Source, rev Revision) (*Artifact, error) {
-	key := keyOf(rev.URL, rev.Commit, cleanRepoPath(src.Path))
+func (c *Cache) GetRevision(ctx context.Context, src git.Source, rev git.Revision) (*Artifact, error) {
+	key := keyOf(rev.URL, rev.Commit, src.CleanPath())
 	if a, ok := c.lookup(key, rev); ok {
 		c.remember(src, a)
 		return a, nil
@@ -125,14 +128,14 @@ func (c *Cache) GetRevision(ctx context.Context, src Source, rev Revision) (*Art
 // LastGood returns the artifact of the last successful Get for src's URL,
 // ref and path, so a caller can keep reporting it while the newest
 // revision fails to fetch or render.
-func (c *Cache) LastGood(src Source) (*Artifact, bool) {
+func (c *Cache) LastGood(src git.Source) (*Artifact, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a, ok := c.last[sourceKey(src)]
 	return a, ok
 }
 
-func (c *Cache) lookup(key string, rev Revision) (*Artifact, bool) {
+func (c *Cache) lookup(key string, rev git.Revision) (*Artifact, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ck, ok := c.contents.get(key)
@@ -148,17 +151,17 @@ func (c *Cache) lookup(key string, rev Revision) (*Artifact, bool) {
 
 // load fetches rev, and renders it unless a render of the same content key
 // is cached.
-func (c *Cache) load(ctx context.Context, src Source, rev Revision, key string) (*Artifact, error) {
+func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key string) (*Artifact, error) {
 	f := c.opts.Fetcher
 	rev, err := f.Fetch(ctx, src, rev)
 	if err != nil {
 		return nil, err
 	}
-	ck, err := f.contentKey(src, rev.Commit)
+	ck, err := f.ContentKey(src, rev.Commit)
 	if err != nil {
 		return nil, err
 	}
-	path := cleanRepoPath(src.Path)
+	path := src.CleanPath()
 	rkey := keyOf(rev.URL, ck, path)
 	c.mu.Lock()
 	r, hit := c.renders.get(rkey)
@@ -182,8 +185,8 @@ func (c *Cache) load(ctx context.Context, src Source, rev Revision, key string) 
 	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, nil
 }
 
-func (c *Cache) render(ctx context.Context, src Source, rev Revision, path, only string) (*Rendered, error) {
-	dir, err := c.opts.Fetcher.checkoutTree(ctx, src, rev, only)
+func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path, only string) (*render.Rendered, error) {
+	dir, err := c.opts.Fetcher.CheckoutTree(ctx, src, rev, only)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +201,7 @@ func (c *Cache) render(ctx context.Context, src Source, rev Revision, path, only
 	return r, nil
 }
 
-func (c *Cache) remember(src Source, a *Artifact) {
+func (c *Cache) remember(src git.Source, a *Artifact) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last[sourceKey(src)] = a
@@ -215,12 +218,12 @@ func lastField(key string) string {
 	return key
 }
 
-func sourceKey(src Source) string {
-	return keyOf(displayURL(src.URL), src.Ref.String(), cleanRepoPath(src.Path))
+func sourceKey(src git.Source) string {
+	return src.Key()
 }
 
 // renderedSize approximates the memory a render holds by its JSON size.
-func renderedSize(r *Rendered) int64 {
+func renderedSize(r *render.Rendered) int64 {
 	n := int64(len(r.Digest))
 	for _, o := range r.Objects {
 		if b, err := json.Marshal(o.Object); err == nil {

@@ -15,6 +15,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/internal/gittest"
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 // countingRenderer renders every regular file under path into a ConfigMap
@@ -27,7 +31,7 @@ type countingRenderer struct {
 	release chan struct{} // calls block until closed, if non-nil
 }
 
-func (r *countingRenderer) render(ctx context.Context, root, path string) (*Rendered, error) {
+func (r *countingRenderer) render(ctx context.Context, root, path string) (*render.Rendered, error) {
 	r.calls.Add(1)
 	if r.started != nil {
 		r.started <- struct{}{}
@@ -35,7 +39,7 @@ func (r *countingRenderer) render(ctx context.Context, root, path string) (*Rend
 	if r.release != nil {
 		<-r.release
 	}
-	out := &Rendered{Objects: []*unstructured.Unstructured{}}
+	out := &render.Rendered{Objects: []*unstructured.Unstructured{}}
 	var names []string
 	err := filepath.WalkDir(filepath.Join(root, path), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -66,7 +70,27 @@ func (r *countingRenderer) render(ctx context.Context, root, path string) (*Rend
 	return out, nil
 }
 
-func newTestCache(t testing.TB, r *countingRenderer) (*Cache, *Fetcher) {
+// newTestFetcher returns a Fetcher keeping its stores in a temp dir.
+func newTestFetcher(t testing.TB) *git.Fetcher {
+	t.Helper()
+	opts := git.DefaultOptions()
+	opts.Dir = t.TempDir()
+	f, err := git.NewFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// serveGit serves the repositories under root over TLS, with basic auth when
+// user is set, and returns the server and the credentials it accepts.
+func serveGit(t testing.TB, root, user, pass string) (*gittest.Server, *git.Auth) {
+	t.Helper()
+	srv := gittest.New(t, root, gittest.Options{TLS: true, User: user, Password: pass})
+	return srv, &git.Auth{Username: user, Password: pass, CAData: srv.CA}
+}
+
+func newTestCache(t testing.TB, r *countingRenderer) (*Cache, *git.Fetcher) {
 	t.Helper()
 	f := newTestFetcher(t)
 	opts := DefaultCacheOptions()
@@ -80,19 +104,19 @@ func newTestCache(t testing.TB, r *countingRenderer) (*Cache, *Fetcher) {
 
 func TestCacheReusesRenderWhenPathUntouched(t *testing.T) {
 	root := t.TempDir()
-	srv := newGitHTTPServer(t, root, "alice", "pw-123456")
-	repo := newTestRepo(t, root, "app")
-	repo.commit("init", map[string]string{
+	srv, auth := serveGit(t, root, "alice", "pw-123456")
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	repo.Commit("init", map[string]string{
 		"apps/web/cm.yaml":           "web: 1\n",
 		"docs/README.md":             "hello\n",
 		"base/cm.yaml":               "base: 1\n",
 		"overlay/kustomization.yaml": "resources: [../base]\n",
 		"linked/cm.yaml":             "linked: 1\n",
 	})
-	if err := os.Symlink("../base/cm.yaml", filepath.Join(repo.dir, "linked/base.yaml")); err != nil {
+	if err := os.Symlink("../base/cm.yaml", filepath.Join(repo.Dir, "linked/base.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	repo.commit("symlink", nil)
+	repo.Commit("symlink", nil)
 
 	// Each step commits a change, then Gets every path; want lists which
 	// paths had to be rendered again.
@@ -115,18 +139,18 @@ func TestCacheReusesRenderWhenPathUntouched(t *testing.T) {
 	keys := map[string]string{}
 	for i, s := range steps {
 		if i > 0 {
-			repo.commit(s.name, s.files)
+			repo.Commit(s.name, s.files)
 		}
 		var rendered []string
 		for _, path := range []string{"apps/web", "linked", "overlay"} {
 			before := r.calls.Load()
-			src := Source{URL: srv.URL + "/app", Ref: Ref{Branch: "main"}, Path: path, Auth: srv.auth()}
+			src := git.Source{URL: srv.URL + "/app", Ref: git.Ref{Branch: "main"}, Path: path, Auth: auth}
 			a, err := c.Get(t.Context(), src)
 			if err != nil {
 				t.Fatalf("%s: Get %s: %v", s.name, path, err)
 			}
-			if a.Revision.Commit != repo.head() {
-				t.Errorf("%s: Get %s at %s, want %s", s.name, path, a.Revision.Commit, repo.head())
+			if a.Revision.Commit != repo.Head() {
+				t.Errorf("%s: Get %s at %s, want %s", s.name, path, a.Revision.Commit, repo.Head())
 			}
 			if r.calls.Load() != before {
 				rendered = append(rendered, path)
@@ -143,12 +167,12 @@ func TestCacheReusesRenderWhenPathUntouched(t *testing.T) {
 
 func TestCacheUnchangedHeadCostsNoFetch(t *testing.T) {
 	root := t.TempDir()
-	srv := newGitHTTPServer(t, root, "", "")
-	repo := newTestRepo(t, root, "app")
-	repo.commit("init", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	srv, auth := serveGit(t, root, "", "")
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	repo.Commit("init", map[string]string{"deploy/cm.yaml": "a: 1\n"})
 	r := &countingRenderer{}
 	c, _ := newTestCache(t, r)
-	src := Source{URL: srv.URL + "/app", Ref: Ref{Branch: "main"}, Path: "deploy", Auth: srv.auth()}
+	src := git.Source{URL: srv.URL + "/app", Ref: git.Ref{Branch: "main"}, Path: "deploy", Auth: auth}
 	first, err := c.Get(t.Context(), src)
 	if err != nil {
 		t.Fatal(err)
@@ -169,12 +193,12 @@ func TestCacheUnchangedHeadCostsNoFetch(t *testing.T) {
 
 func TestCacheConcurrentGetSharesOneFetch(t *testing.T) {
 	root := t.TempDir()
-	srv := newGitHTTPServer(t, root, "", "")
-	repo := newTestRepo(t, root, "app")
-	repo.commit("init", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	srv, auth := serveGit(t, root, "", "")
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	repo.Commit("init", map[string]string{"deploy/cm.yaml": "a: 1\n"})
 	r := &countingRenderer{started: make(chan struct{}, 16), release: make(chan struct{})}
 	c, _ := newTestCache(t, r)
-	src := Source{URL: srv.URL + "/app", Ref: Ref{Branch: "main"}, Path: "deploy", Auth: srv.auth()}
+	src := git.Source{URL: srv.URL + "/app", Ref: git.Ref{Branch: "main"}, Path: "deploy", Auth: auth}
 
 	const callers = 8
 	var wg sync.WaitGroup
@@ -206,15 +230,15 @@ func TestCacheConcurrentGetSharesOneFetch(t *testing.T) {
 
 func TestCacheFailedRenderKeepsLastGood(t *testing.T) {
 	root := t.TempDir()
-	repo := newTestRepo(t, root, "app")
-	good := repo.commit("good", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	good := repo.Commit("good", map[string]string{"deploy/cm.yaml": "a: 1\n"})
 	r := &countingRenderer{}
 	c, _ := newTestCache(t, r)
-	src := Source{URL: repo.dir, Ref: Ref{Branch: "main"}, Path: "deploy"}
+	src := git.Source{URL: repo.Dir, Ref: git.Ref{Branch: "main"}, Path: "deploy"}
 	if _, err := c.Get(t.Context(), src); err != nil {
 		t.Fatal(err)
 	}
-	bad := repo.commit("bad", map[string]string{"deploy/cm.yaml": "bad\n"})
+	bad := repo.Commit("bad", map[string]string{"deploy/cm.yaml": "bad\n"})
 	a, err := c.Get(t.Context(), src)
 	if err == nil || a != nil {
 		t.Fatalf("Get of a bad render = %v, %v; want only an error", a, err)
@@ -227,7 +251,7 @@ func TestCacheFailedRenderKeepsLastGood(t *testing.T) {
 		t.Fatalf("LastGood = %v, %v; want the good commit %s", last, ok, good)
 	}
 	// The bad commit is not cached as a failure either: a fix renders again.
-	fixed := repo.commit("fix", map[string]string{"deploy/cm.yaml": "a: 2\n"})
+	fixed := repo.Commit("fix", map[string]string{"deploy/cm.yaml": "a: 2\n"})
 	if a, err = c.Get(t.Context(), src); err != nil || a.Revision.Commit != fixed {
 		t.Fatalf("Get after fix = %v, %v", a, err)
 	}
@@ -238,19 +262,19 @@ func TestCacheFailedRenderKeepsLastGood(t *testing.T) {
 
 func TestCacheFetchErrorKeepsLastGood(t *testing.T) {
 	root := t.TempDir()
-	repo := newTestRepo(t, root, "app")
-	repo.git("checkout", "-q", "-b", "feature")
-	good := repo.commit("good", map[string]string{"deploy/cm.yaml": "a: 1\n"})
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	repo.Git("checkout", "-q", "-b", "feature")
+	good := repo.Commit("good", map[string]string{"deploy/cm.yaml": "a: 1\n"})
 	r := &countingRenderer{}
 	c, _ := newTestCache(t, r)
-	src := Source{URL: repo.dir, Ref: Ref{Branch: "feature"}, Path: "deploy"}
+	src := git.Source{URL: repo.Dir, Ref: git.Ref{Branch: "feature"}, Path: "deploy"}
 	if _, err := c.Get(t.Context(), src); err != nil {
 		t.Fatal(err)
 	}
-	repo.git("checkout", "-q", "-b", "main")
-	repo.git("branch", "-D", "feature")
-	if _, err := c.Get(t.Context(), src); !errors.Is(err, ErrRefNotFound) {
-		t.Fatalf("Get after branch delete = %v, want ErrRefNotFound", err)
+	repo.Git("checkout", "-q", "-b", "main")
+	repo.Git("branch", "-D", "feature")
+	if _, err := c.Get(t.Context(), src); !errors.Is(err, git.ErrRefNotFound) {
+		t.Fatalf("Get after branch delete = %v, want git.ErrRefNotFound", err)
 	}
 	if last, ok := c.LastGood(src); !ok || last.Revision.Commit != good {
 		t.Errorf("LastGood = %v, %v; want %s", last, ok, good)
@@ -305,8 +329,8 @@ func runtimeYield() { runtime.Gosched() }
 // may reach anywhere in the repository, gets the whole tree.
 func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
 	root := t.TempDir()
-	repo := newTestRepo(t, root, "app")
-	repo.commit("init", map[string]string{
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	repo.Commit("init", map[string]string{
 		"apps/web/cm.yaml":           "web: 1\n",
 		"docs/README.md":             "hello\n",
 		"base/cm.yaml":               "base: 1\n",
@@ -316,20 +340,20 @@ func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
 	f := newTestFetcher(t)
 	opts := DefaultCacheOptions()
 	opts.Fetcher = f
-	opts.Render = func(_ context.Context, dir, path string) (*Rendered, error) {
+	opts.Render = func(_ context.Context, dir, path string) (*render.Rendered, error) {
 		for _, p := range []string{"apps/web/cm.yaml", "docs/README.md", "base/cm.yaml"} {
 			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
 				seen[path] = append(seen[path], p)
 			}
 		}
-		return &Rendered{Objects: []*unstructured.Unstructured{}, Digest: "sha256:x"}, nil
+		return &render.Rendered{Objects: []*unstructured.Unstructured{}, Digest: "sha256:x"}, nil
 	}
 	c, err := NewCache(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"apps/web", "overlay"} {
-		if _, err := c.Get(t.Context(), Source{URL: "file://" + repo.dir, Ref: Ref{Branch: "main"}, Path: path}); err != nil {
+		if _, err := c.Get(t.Context(), git.Source{URL: "file://" + repo.Dir, Ref: git.Ref{Branch: "main"}, Path: path}); err != nil {
 			t.Fatalf("Get %s: %v", path, err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/inventory"
-	"gitsync.dev/gitsync/source"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 var env *testenv.Env
@@ -55,7 +55,7 @@ func template(t *testing.T, release, ns string, args ...string) []*unstructured.
 	if err := os.WriteFile(filepath.Join(dir, "chart.yaml"), []byte(out), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := source.Render(context.Background(), dir, "chart.yaml", source.DefaultRenderOptions())
+	r, err := sourcerender.Render(context.Background(), dir, "chart.yaml", sourcerender.DefaultOptions())
 	if err != nil {
 		t.Fatalf("decode rendered chart: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
-	"gitsync.dev/gitsync/source"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 // TestMultiTenantValues installs the multi-tenant example in the order its
@@ -34,7 +34,7 @@ func TestMultiTenantValues(t *testing.T) {
 	}
 	render := func(path string) []*unstructured.Unstructured {
 		t.Helper()
-		r, err := source.Render(ctx, root, path, source.DefaultRenderOptions())
+		r, err := sourcerender.Render(ctx, root, path, sourcerender.DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestMultiTenantValues(t *testing.T) {
 	asTenant := rest.CopyConfig(agent)
 	asTenant.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:team-a:gitsync-tenant"}
 
-	team, err := source.Render(ctx, root, "examples/multi-tenant/team-a", source.DefaultRenderOptions())
+	team, err := sourcerender.Render(ctx, root, "examples/multi-tenant/team-a", sourcerender.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,8 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/inventory"
-	"gitsync.dev/gitsync/source"
+	sourcegit "gitsync.dev/gitsync/source/git"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 // gitSyncPreview is what `gitsync diff --gitsync` needs to see a sync as the
@@ -157,7 +158,7 @@ func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
 	if path == "" {
 		path = "."
 	}
-	r, err := source.Render(ctx, root, path, o.renderOptions())
+	r, err := sourcerender.Render(ctx, root, path, o.renderOptions())
 	if err != nil {
 		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
 	}
@@ -169,12 +170,12 @@ func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
 // spec.source.secretRef read with the user's own identity.
 func (p *gitSyncPreview) renderRemote(ctx context.Context, user *Target, o *SourceOptions) (*Desired, error) {
 	spec := p.gs.Spec.Source
-	src := source.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
+	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	if src.URL == "" {
 		src.URL = spec.URL
 	}
-	if src.Ref == (source.Ref{}) && o.URL == "" {
-		src.Ref = source.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit}
+	if src.Ref == (sourcegit.Ref{}) && o.URL == "" {
+		src.Ref = sourcegit.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit}
 	}
 	auth, err := o.auth()
 	if err != nil {
@@ -190,8 +191,8 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *Target, o *Sour
 }
 
 // secretAuth reads the GitSync's source credentials Secret as the agent
-// does (source.AuthFromSecret). Its values never appear in an error.
-func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*source.Auth, error) {
+// does (sourcegit.AuthFromSecret). Its values never appear in an error.
+func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*sourcegit.Auth, error) {
 	ref := p.gs.Spec.Source.SecretRef
 	secret := &corev1.Secret{}
 	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: ref.Name}, secret); err != nil {
@@ -200,7 +201,7 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*source.
 	}
 	// The agent's reading of the keys, so a Secret with none it knows
 	// fails here as it fails there: CredentialsUnrecognized, naming them.
-	return source.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data), nil
+	return sourcegit.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data), nil
 }
 
 // diff is computeDiff for p's GitSync: the agent's applier settings (its

@@ -33,6 +33,9 @@ import (
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/source"
+	sourcegit "gitsync.dev/gitsync/source/git"
+	sourcerender "gitsync.dev/gitsync/source/render"
+	"gitsync.dev/gitsync/source/webhook"
 )
 
 // RunOptions configures `gitsync run`, the in-cluster agent.
@@ -146,7 +149,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.Float64Var(&o.Limits.RetryQPS, "retry-qps", o.Limits.RetryQPS, "Retries per second after failures, all GitSyncs together (a token bucket on top of each GitSync's exponential backoff); 0 disables the bucket.")
 	fs.IntVar(&o.Limits.RetryBurst, "retry-burst", o.Limits.RetryBurst, "Burst of the retry bucket (--retry-qps).")
 	fs.IntVar(&o.Limits.GitHostConcurrency, "git-host-concurrency", o.Limits.GitHostConcurrency, "Requests to one Git host (scheme, host and port) open at once; 0 means no limit.")
-	fs.IntVar(&o.MaxObjects, "max-objects", source.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
+	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
 	fs.StringVar(&o.AllowNetworks, "allow-networks", "", "Comma-separated CIDRs that Git remotes and kubeconfig servers may reach although they are loopback, link-local or cloud metadata addresses, e.g. 127.0.0.0/8.")
@@ -273,18 +276,18 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 		}
 		dir = filepath.Join(base, "gitsync")
 	}
-	fopts := source.DefaultFetcherOptions()
+	fopts := sourcegit.DefaultOptions()
 	fopts.Dir = dir
-	fetcher, err := source.NewFetcher(fopts)
+	fetcher, err := sourcegit.NewFetcher(fopts)
 	if err != nil {
 		return nil, err
 	}
 	copts := source.DefaultCacheOptions()
 	copts.Fetcher = fetcher
-	ropts := source.DefaultRenderOptions()
+	ropts := sourcerender.DefaultOptions()
 	ropts.MaxObjects = o.MaxObjects // the operator's cap; GitSyncs compare theirs to the count
-	copts.Render = func(ctx context.Context, root, path string) (*source.Rendered, error) {
-		return source.Render(ctx, root, path, ropts)
+	copts.Render = func(ctx context.Context, root, path string) (*sourcerender.Rendered, error) {
+		return sourcerender.Render(ctx, root, path, ropts)
 	}
 	srcCache, err := source.NewCache(copts)
 	if err != nil {
@@ -356,12 +359,12 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 	if listenerOff(o.WebhookAddr) {
 		return nil
 	}
-	ropts := source.DefaultReceiverOptions()
+	ropts := webhook.DefaultOptions()
 	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader(), controller.DefaultWebhookLookupOptions())
 	ropts.Observe = rec.WebhookObserver() // metrics, and events on GitSyncs whose secret did not verify
 	// A replica that is not leading forwards through a Trigger, so a burst
 	// of pushes becomes one annotation patch per GitSync, not one per event.
-	forward := source.NewTrigger()
+	forward := webhook.NewTrigger()
 	ropts.Enqueue = func(key string) {
 		nn, ok := controller.ParseKey(key)
 		if !ok {
@@ -381,18 +384,18 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 	if err := mgr.Add(webhookForwarder{trigger: forward, client: mgr.GetClient()}); err != nil {
 		return err
 	}
-	receiver, err := source.NewReceiver(ropts)
+	receiver, err := webhook.NewReceiver(ropts)
 	if err != nil {
 		return err
 	}
-	srv := source.NewServer(o.WebhookAddr, receiver)
+	srv := webhook.NewServer(o.WebhookAddr, receiver)
 	return mgr.Add(webhookServer{srv: srv})
 }
 
 // webhookForwarder patches the GitSyncs a non-leading replica received
 // webhooks for, so the leader's watch picks them up; it runs on every replica.
 type webhookForwarder struct {
-	trigger *source.Trigger
+	trigger *webhook.Trigger
 	client  client.Client
 }
 

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"gitsync.dev/gitsync/source"
+	sourcegit "gitsync.dev/gitsync/source/git"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 // SourceOptions select the manifests: a local directory, read as it is on
@@ -60,12 +61,12 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SSHKeyFile, "ssh-key", "", "Private key file for ssh:// and git@host: URLs (passphrase from $"+gitEnvSSHPassphrase+").")
 	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
-	fs.IntVar(&o.MaxObjects, "max-objects", source.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
+	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
 }
 
 // renderOptions are the render caps, with the object cap from --max-objects.
-func (o *SourceOptions) renderOptions() source.RenderOptions {
-	ropts := source.DefaultRenderOptions()
+func (o *SourceOptions) renderOptions() sourcerender.Options {
+	ropts := sourcerender.DefaultOptions()
 	ropts.MaxObjects = o.MaxObjects
 	return ropts
 }
@@ -73,8 +74,8 @@ func (o *SourceOptions) renderOptions() source.RenderOptions {
 // auth reads the credentials for URL: HTTPS basic auth or a token from
 // $GITSYNC_GIT_USERNAME/$GITSYNC_GIT_PASSWORD or $GITSYNC_GIT_TOKEN, and the
 // files named by the flags. It returns nil when there are none.
-func (o *SourceOptions) auth() (*source.Auth, error) {
-	a := &source.Auth{
+func (o *SourceOptions) auth() (*sourcegit.Auth, error) {
+	a := &sourcegit.Auth{
 		Username:      os.Getenv(gitEnvUsername),
 		Password:      os.Getenv(gitEnvPassword),
 		BearerToken:   os.Getenv(gitEnvToken),
@@ -207,8 +208,8 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	if o.Path != "" {
 		rel = filepath.Join(rel, filepath.FromSlash(o.Path))
 	}
-	r, err := source.Render(ctx, root, rel, o.renderOptions())
-	if errors.Is(err, source.ErrOutsideRoot) {
+	r, err := sourcerender.Render(ctx, root, rel, o.renderOptions())
+	if errors.Is(err, sourcerender.ErrOutsideRoot) {
 		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s; --root sets that directory)", o.Dir, err, root)
 	}
 	if err != nil {
@@ -245,7 +246,7 @@ func (o *SourceOptions) localRoot(dir string) (root, rel string, err error) {
 	case workTreeTop(dir) != "":
 		root = workTreeTop(dir)
 	default:
-		if root, err = source.OverlayRoot(dir); err != nil {
+		if root, err = sourcerender.OverlayRoot(dir); err != nil {
 			return "", "", fmt.Errorf("directory %s: %w", o.Dir, err)
 		}
 	}
@@ -274,7 +275,7 @@ func workTreeTop(dir string) string {
 // renderRemote resolves the ref, checks the commit out into a temporary
 // directory and renders Path from it.
 func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
-	src := source.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
+	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	auth, err := o.auth()
 	if err != nil {
 		return nil, err
@@ -284,25 +285,25 @@ func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 }
 
 // ref is the revision the ref flags select; zero when none is given.
-func (o *SourceOptions) ref() source.Ref {
-	return source.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}
+func (o *SourceOptions) ref() sourcegit.Ref {
+	return sourcegit.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}
 }
 
 // renderSource fetches src into a temporary directory and renders its path;
 // a src without a ref follows the remote's default branch.
-func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*Desired, error) {
+func (o *SourceOptions) renderSource(ctx context.Context, src sourcegit.Source) (*Desired, error) {
 	tmp, err := os.MkdirTemp("", "gitsync-cli-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	opts := source.DefaultFetcherOptions()
+	opts := sourcegit.DefaultOptions()
 	opts.Dir = tmp
-	f, err := source.NewFetcher(opts)
+	f, err := sourcegit.NewFetcher(opts)
 	if err != nil {
 		return nil, err
 	}
-	if src.Ref == (source.Ref{}) {
+	if src.Ref == (sourcegit.Ref{}) {
 		// No ref flag: follow what `git clone` would check out.
 		if src.Ref.Branch, err = f.DefaultBranch(ctx, src); err != nil {
 			return nil, withCredentialsHint(err)
@@ -323,9 +324,9 @@ func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*D
 	if path == "" {
 		path = "."
 	}
-	r, err := source.Render(ctx, checkout, path, o.renderOptions())
+	r, err := sourcerender.Render(ctx, checkout, path, o.renderOptions())
 	if err != nil {
-		return nil, fmt.Errorf("render %s at %s: %w", source.RedactURL(src.URL), rev, err)
+		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
 	}
 	return &Desired{Objects: r.Objects, Revision: rev.String()}, nil
 }
@@ -334,7 +335,7 @@ func (o *SourceOptions) renderSource(ctx context.Context, src source.Source) (*D
 // asked for some and none were sent; other errors pass unchanged (the
 // source's message already says what happened).
 func withCredentialsHint(err error) error {
-	if source.Reason(err) != source.ReasonAuthenticationRequired {
+	if sourcegit.Reason(err) != sourcegit.ReasonAuthenticationRequired {
 		return err
 	}
 	return fmt.Errorf("%w; give credentials with $%s and $%s, or $%s (https), or --ssh-key (ssh)",

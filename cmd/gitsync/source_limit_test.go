@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"gitsync.dev/gitsync/source"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 // TestSourceMaxObjects: diff and apply read --max-objects (default the
@@ -56,7 +56,7 @@ func TestSourceMaxObjects(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, source.ErrObjectLimit) {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, sourcerender.ErrObjectLimit) {
 				t.Fatalf("render error = %v, want one containing %q", err, tt.wantErr)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gitsync.dev/gitsync/source"
+	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 // writeTree writes files below top; a value starting with "->" makes a
@@ -81,13 +81,13 @@ func TestRenderLocalOverlayOutsideGit(t *testing.T) {
 		if err == nil {
 			t.Errorf("render %s: want a refusal, rendered", dir)
 		}
-		if dir != "app/overlays/file" && !errors.Is(err, source.ErrOutsideRoot) {
+		if dir != "app/overlays/file" && !errors.Is(err, sourcerender.ErrOutsideRoot) {
 			t.Errorf("render %s = %v, want ErrOutsideRoot", dir, err)
 		}
 	}
 	// --root narrower than the bases refuses them, with the hint.
 	_, err := render(SourceOptions{Dir: filepath.Join(top, "app/overlays/prod"), Root: filepath.Join(top, "app/overlays")})
-	if !errors.Is(err, source.ErrOutsideRoot) || !strings.Contains(err.Error(), "--root sets that directory") {
+	if !errors.Is(err, sourcerender.ErrOutsideRoot) || !strings.Contains(err.Error(), "--root sets that directory") {
 		t.Errorf("render with --root app/overlays = %v, want ErrOutsideRoot with the --root hint", err)
 	}
 	// --root must hold the directory.

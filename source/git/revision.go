@@ -1,0 +1,35 @@
+package git
+
+import "strings"
+
+// Revision is what a Source resolved to at one moment. It is a value: two
+// equal Revisions name the same content.
+type Revision struct {
+	// URL is the repository URL with credentials removed.
+	URL string
+	// Ref is the short name that was followed: a branch, a tag (also the tag a
+	// semver range picked), or empty for a pinned commit.
+	Ref string
+	// Commit is the full hex SHA-1 of the resolved commit.
+	Commit string
+	// Previous is the commit this Fetcher last fetched for the same branch or
+	// tag, when it differs from Commit; empty otherwise.
+	Previous string
+	// Rewritten is true when Previous is not an ancestor of Commit within
+	// Options.HistoryDepth commits: the branch or tag was force-pushed,
+	// rebased or re-tagged. Only Fetch and Checkout set it.
+	Rewritten bool
+}
+
+// String renders "main@sha1:<commit>" (or "sha1:<commit>" for a pinned
+// commit), the form used in status and events.
+func (r Revision) String() string {
+	var b strings.Builder
+	if r.Ref != "" {
+		b.WriteString(r.Ref)
+		b.WriteString("@")
+	}
+	b.WriteString("sha1:")
+	b.WriteString(r.Commit)
+	return b.String()
+}

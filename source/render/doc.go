@@ -1,0 +1,12 @@
+// Package render turns one path of a checked-out repository into validated
+// Kubernetes objects: a plain YAML/JSON tree, or kustomize when the path
+// holds a kustomization, sorted and deduplicated, with a digest over their
+// canonical JSON.
+//
+// Contract: a result is either complete and validated or an *Error; nothing
+// is read from outside the checkout root (paths, symlinks and kustomize
+// references are confined; kustomize never reaches the network); the bytes,
+// files, objects and YAML alias expansion of one render are bounded
+// (Options); an error about input that may hold a Secret names the file,
+// line and generator, never the content (render_secret.go).
+package render

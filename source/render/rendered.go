@@ -1,0 +1,13 @@
+package render
+
+import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+// Rendered is the output of rendering one path of a checkout: validated
+// objects in a deterministic order, and a digest of the inputs that produced
+// them (so an unchanged path at a new commit can reuse the previous render).
+type Rendered struct {
+	// Objects are the desired objects, validated and sorted, never nil on success.
+	Objects []*unstructured.Unstructured
+	// Digest identifies the rendered content, e.g. "sha256:<hex>".
+	Digest string
+}
