@@ -157,7 +157,6 @@ func TestShardsShareWork1000(t *testing.T) {
 func testShards(t *testing.T, n int, tolerance float64) {
 	ns := fmt.Sprintf("shards-%d", n)
 	c := gitsyncClient(t)
-	ctx := context.Background()
 	makeNamespace(t, c, ns)
 	trace := filepath.Join(t.TempDir(), "trace")
 	dir := newRunRepo(t)
@@ -166,19 +165,25 @@ func testShards(t *testing.T, n int, tolerance float64) {
 	a := startShardAgent(t, ns, "gitsync-shard-agent-a", trace)
 	b := startShardAgent(t, ns, "gitsync-shard-agent-b", trace)
 	cAgent := startShardAgent(t, ns, "gitsync-shard-agent-c", trace)
+	created := time.Now()
 	createApps(t, c, ns, dir, n)
 	waitValues(t, c, ns, n, "1", commit)
+	t.Logf("%d GitSyncs applied by three agents in %s", n, time.Since(created).Round(100*time.Millisecond))
 	waitShares(t, "three agents", n, tolerance, a, b, cAgent)
 
 	cAgent.kill(t)
 	killed := time.Now()
 	commit = commitApps(t, dir, n, "2")
 	requestAll(t, c, ns, n)
-	waitValues(t, c, ns, n, "2", commit)
 	waitShares(t, "agent c killed", n, 2*tolerance, a, b)
+	t.Logf("c's share moved %s after the kill (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
+	waitValues(t, c, ns, n, "2", commit)
+	t.Logf("all %d GitSyncs at the new commit %s after the kill", n, time.Since(killed).Round(100*time.Millisecond))
 
+	joined := time.Now()
 	d := startShardAgent(t, ns, "gitsync-shard-agent-d", trace)
 	waitShares(t, "agent d joined", n, tolerance, a, b, d)
+	t.Logf("shares rebalanced %s after d started", time.Since(joined).Round(100*time.Millisecond))
 	commit = commitApps(t, dir, n, "3")
 	requestAll(t, c, ns, n)
 	waitValues(t, c, ns, n, "3", commit)
@@ -195,8 +200,7 @@ func testShards(t *testing.T, n int, tolerance float64) {
 	if byAgent[cAgent.name] == 0 {
 		t.Errorf("agent c reconciled nothing before it was killed (runs per agent: %v)", byAgent)
 	}
-	t.Logf("%d reconciles traced, per agent %v; c killed at %s", len(runs), byAgent, killed.Format(time.RFC3339Nano))
-	_ = ctx
+	t.Logf("%d reconciles traced, per agent %v", len(runs), byAgent)
 }
 
 func makeNamespace(t *testing.T, c client.Client, ns string) {
