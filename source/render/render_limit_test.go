@@ -135,7 +135,7 @@ func TestRenderObjectCap(t *testing.T) {
 // every millisecond during the render; the result is reported, never
 // asserted.
 //
-//	go test ./source -run '^$' -bench BenchmarkRenderObjectCap -benchtime 3x
+//	go test ./source/render -run '^$' -bench BenchmarkRenderObjectCap -benchtime 3x
 func BenchmarkRenderObjectCap(b *testing.B) {
 	dir := b.TempDir()
 	data := manyObjects(70_000)
