@@ -1,12 +1,15 @@
 package git
 
 import (
+	"strings"
 	"errors"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"gitsync.dev/gitsync/source/ignore"
 )
 
 // ContentKey names the input a render of src.Path at commit depends on, so
@@ -15,7 +18,13 @@ import (
 //     kustomization (plain YAML rendering reads nothing else);
 //   - "root:<hash>": the whole repository tree, when a symlink or a
 //     kustomization under Path may pull in files from elsewhere in the repo;
+//   - "chart:<hash>": the whole repository tree, when Path is a Helm chart
+//     directory (its values files may be anywhere in the repository, and its
+//     render depends on the Helm settings: the cache keys those too);
 //   - "commit:<sha>": Path does not exist at that commit.
+//
+// A .gitsyncignore in a directory above Path makes the key "root:" too: the
+// render reads it, and Path's tree does not cover it.
 //
 // The commit must already be fetched.
 func (f *Fetcher) ContentKey(src Source, commit string) (string, error) {
@@ -23,6 +32,7 @@ func (f *Fetcher) ContentKey(src Source, commit string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer f.done(lr)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	c, err := lr.repo.CommitObject(plumbing.NewHash(commit))
@@ -43,7 +53,13 @@ func (f *Fetcher) ContentKey(src Source, commit string) (string, error) {
 			return "", gitErr(src, "read tree", err)
 		}
 	}
+	if isChart(sub) {
+		return ChartKeyPrefix + root.Hash.String(), nil
+	}
 	alone, err := selfContained(sub)
+	if err == nil && alone {
+		alone, err = noIgnoreFileAbove(root, src.CleanPath())
+	}
 	if err != nil {
 		return "", gitErr(src, "read tree", err)
 	}
@@ -81,4 +97,38 @@ func isKustomization(name string) bool {
 		return true
 	}
 	return false
+}
+
+// ChartKeyPrefix starts the content key of a Helm chart path.
+const ChartKeyPrefix = "chart:"
+
+// isChart reports whether t holds a Chart.yaml file at its top (helm.ChartFile;
+// not imported, so Git reading does not link the Helm SDK).
+func isChart(t *object.Tree) bool {
+	e, err := t.FindEntry("Chart.yaml")
+	return err == nil && e.Mode.IsFile()
+}
+
+// noIgnoreFileAbove reports whether no directory from the root down to
+// path's parent holds a .gitsyncignore.
+func noIgnoreFileAbove(root *object.Tree, path string) (bool, error) {
+	if path == "." {
+		return true, nil
+	}
+	t := root
+	parts := strings.Split(path, "/")
+	for i, name := range parts {
+		if _, err := t.FindEntry(ignore.FileName); err == nil {
+			return false, nil
+		}
+		if i == len(parts)-1 {
+			break
+		}
+		sub, err := t.Tree(name)
+		if err != nil {
+			return false, err
+		}
+		t = sub
+	}
+	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gitsync.dev/gitsync/internal/gittest"
@@ -70,5 +71,38 @@ func TestOpenStoresAreBounded(t *testing.T) {
 	}
 	if n := f.openRepos(); n > opts.MaxOpenRepos {
 		t.Errorf("%d stores open, want at most %d", n, opts.MaxOpenRepos)
+	}
+}
+
+// TestContentKeyGivesStoresBack: ContentKey, which the revision cache calls
+// on every load, gives its store back, so MaxOpenRepos still bounds the
+// stores the agent keeps open (a handle it kept made every store it ever
+// keyed look in use forever).
+func TestContentKeyGivesStoresBack(t *testing.T) {
+	root := t.TempDir()
+	opts := DefaultOptions()
+	opts.Dir, opts.MaxOpenRepos = t.TempDir(), 2
+	f, err := NewFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		r := gittest.NewRepo(t, filepath.Join(root, fmt.Sprint("r", i)))
+		r.Commit("one", map[string]string{"deploy/a.yaml": fmt.Sprintf("v: %d\n", i)})
+		src := Source{URL: r.URL(), Ref: Ref{Branch: "main"}, Path: "deploy"}
+		rev, err := f.Resolve(t.Context(), src)
+		if err != nil {
+			t.Fatalf("Resolve: %v", err)
+		}
+		if rev, err = f.Fetch(t.Context(), src, rev); err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		key, err := f.ContentKey(src, rev.Commit)
+		if err != nil || !strings.HasPrefix(key, "tree:") {
+			t.Fatalf("ContentKey = %q, %v; want a tree key", key, err)
+		}
+		if n := f.openRepos(); n > opts.MaxOpenRepos {
+			t.Errorf("after %d repositories %d stores open, want at most %d", i+1, n, opts.MaxOpenRepos)
+		}
 	}
 }
