@@ -131,8 +131,13 @@ func (r *GitSyncReconciler) baseContext() context.Context {
 
 // Trigger asks for the GitSync key to be reconciled now, asking its remote
 // for a new revision (a webhook said it moved).
-func (r *GitSyncReconciler) Trigger(key types.NamespacedName) {
-	r.state(key).markFetch(r.clock.Now())
+func (r *GitSyncReconciler) Trigger(key types.NamespacedName) { r.TriggerAt(key, r.clock.Now()) }
+
+// TriggerAt is Trigger for news that arrived at at: the remote's answer
+// must have been asked at or after it, and answers asked since are shared
+// (resolve.go), so one webhook for 500 GitSyncs costs one ls-remote.
+func (r *GitSyncReconciler) TriggerAt(key types.NamespacedName, at time.Time) {
+	r.state(key).markFetch(at)
 	gs := &v1.GitSync{}
 	gs.Name, gs.Namespace = key.Name, key.Namespace
 	select {

@@ -41,7 +41,10 @@ type syncState struct {
 func (s *syncState) markFetch(at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fetchNow, s.fetchAt = true, at
+	if !s.fetchNow || at.After(s.fetchAt) {
+		s.fetchAt = at
+	}
+	s.fetchNow = true
 }
 
 // needsResolve reports whether the remote must be asked for its revision:

@@ -162,7 +162,11 @@ func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevA
 		r.recorder.Eventf(gs, nil, typ, after.Reason, "Reconcile", "%s", after.Message)
 	case after.Status == metav1.ConditionTrue && !wasReady && before != nil && !progressReason(before.Reason):
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Recovered", "Reconcile", "%s", after.Message)
-	case after.Status == metav1.ConditionTrue && prevApplied != gs.Status.LastAppliedRevision && changeNote(out) == "":
+	case after.Status == metav1.ConditionTrue && !wasReady && prevApplied != gs.Status.LastAppliedRevision && changeNote(out) == "":
+		// The end of a wait (the objects changed in an earlier pass), or a
+		// first sync that found everything in place. A Ready GitSync whose
+		// new revision changed nothing of its own (another path of its
+		// repository moved) gets no event.
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "RevisionApplied", "Apply", "%s", after.Message)
 	}
 }

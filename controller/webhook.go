@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,13 +58,42 @@ func DefaultWebhookLookupOptions() WebhookLookupOptions {
 // WebhookLookup returns a webhook.Options.Lookup: the GitSyncs with
 // a webhook whose source URL normalises to repoURL, found through URLIndex
 // in gitsyncs (the manager's cache), with their secret read from secrets.
-// Secrets are read with one GET per GitSync and TTL instead of a
-// cluster-wide Secret informer, which would hold every Secret in memory.
+// Secrets are read with one GET per Secret and TTL, concurrent lookups
+// sharing it, instead of a cluster-wide Secret informer, which would hold
+// every Secret in memory. The agent uses the reconciler's WebhookLookup,
+// which reads them from its Secret watch instead.
 func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []webhook.Target {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	cache := &secretCache{reader: secrets, opts: opts, entries: map[types.NamespacedName]cachedSecret{}}
+	cache := newSecretCache(secrets, opts)
+	return webhookLookup(gitsyncs, func(ctx context.Context, _ *v1.GitSync, key types.NamespacedName) ([]byte, bool) {
+		return cache.get(ctx, key)
+	})
+}
+
+// WebhookLookup is the agent's webhook.Options.Lookup: like the
+// package's WebhookLookup, but webhook Secrets are served by the agent's
+// Secret watch (secretwatch.go), so requests to the webhook port, signed or
+// not, cause no API request once a Secret's watch has synced, and a
+// rotated secret is used as soon as the watch sees it. Where the agent may
+// not list and watch a Secret, it is read with one GET per
+// opts.SecretTTL, concurrent lookups sharing it.
+func (r *GitSyncReconciler) WebhookLookup(gitsyncs client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []webhook.Target {
+	refused := newSecretCache(r.apiReader, opts)
+	return webhookLookup(gitsyncs, func(ctx context.Context, gs *v1.GitSync, key types.NamespacedName) ([]byte, bool) {
+		if r.secrets.refusedFor(key) {
+			return refused.get(ctx, key)
+		}
+		s := &corev1.Secret{}
+		err := r.secretsFor(gs).Get(ctx, key, s)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, false
+		}
+		return s.Data[WebhookSecretKey], err == nil
+	})
+}
+
+// webhookLookup finds the webhook GitSyncs of a repository URL through
+// URLIndex and reads each one's secret with secretOf.
+func webhookLookup(gitsyncs client.Reader, secretOf func(context.Context, *v1.GitSync, types.NamespacedName) ([]byte, bool)) func(ctx context.Context, repoURL string) []webhook.Target {
 	return func(ctx context.Context, repoURL string) []webhook.Target {
 		list := &v1.GitSyncList{}
 		if err := gitsyncs.List(ctx, list, client.MatchingFields{URLIndex: repoURL}); err != nil {
@@ -75,7 +105,7 @@ func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) f
 			if gs.Spec.Webhook == nil || gs.Spec.Suspend {
 				continue
 			}
-			secret, ok := cache.get(ctx, types.NamespacedName{Namespace: gs.Namespace, Name: gs.Spec.Webhook.SecretRef.Name})
+			secret, ok := secretOf(ctx, gs, types.NamespacedName{Namespace: gs.Namespace, Name: gs.Spec.Webhook.SecretRef.Name})
 			if !ok {
 				continue
 			}
@@ -89,12 +119,14 @@ func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) f
 	}
 }
 
-// secretCache remembers webhook secrets (and their absence) for a TTL. It
-// holds at most one entry per Secret some webhook GitSync names, and drops
-// expired entries as it goes.
+// secretCache remembers webhook secrets (and their absence) for a TTL;
+// concurrent reads of one Secret share one GET. It holds at most one entry
+// per Secret some webhook GitSync names, and drops expired entries as it
+// goes.
 type secretCache struct {
 	reader  client.Reader
 	opts    WebhookLookupOptions
+	group   singleflight.Group
 	mu      sync.Mutex
 	entries map[types.NamespacedName]cachedSecret
 }
@@ -105,6 +137,13 @@ type cachedSecret struct {
 	fetched time.Time
 }
 
+func newSecretCache(reader client.Reader, opts WebhookLookupOptions) *secretCache {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &secretCache{reader: reader, opts: opts, entries: map[types.NamespacedName]cachedSecret{}}
+}
+
 func (c *secretCache) get(ctx context.Context, key types.NamespacedName) ([]byte, bool) {
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
@@ -113,21 +152,32 @@ func (c *secretCache) get(ctx context.Context, key types.NamespacedName) ([]byte
 	if ok && now.Sub(e.fetched) < c.opts.SecretTTL {
 		return e.value, e.found
 	}
-	s := &corev1.Secret{}
-	err := c.reader.Get(ctx, key, s)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, false // transient: ask again next time
+	v, err, _ := c.group.Do(key.String(), func() (any, error) {
+		s := &corev1.Secret{}
+		err := c.reader.Get(ctx, key, s)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err // transient: ask again next time
+		}
+		e := cachedSecret{value: s.Data[WebhookSecretKey], found: err == nil, fetched: now}
+		c.remember(key, e)
+		return e, nil
+	})
+	if err != nil {
+		return nil, false
 	}
-	e = cachedSecret{value: s.Data[WebhookSecretKey], found: err == nil, fetched: now}
+	e = v.(cachedSecret)
+	return e.value, e.found
+}
+
+func (c *secretCache) remember(key types.NamespacedName, e cachedSecret) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, old := range c.entries {
-		if now.Sub(old.fetched) >= c.opts.SecretTTL {
+		if e.fetched.Sub(old.fetched) >= c.opts.SecretTTL {
 			delete(c.entries, k)
 		}
 	}
 	c.entries[key] = e
-	return e.value, e.found
 }
 
 // ParseKey parses the "namespace/name" keys WebhookLookup hands out.

@@ -360,8 +360,8 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 		return nil
 	}
 	ropts := webhook.DefaultOptions()
-	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader(), controller.DefaultWebhookLookupOptions())
-	ropts.Observe = rec.WebhookObserver() // metrics, and events on GitSyncs whose secret did not verify
+	ropts.Lookup = rec.WebhookLookup(mgr.GetCache(), controller.DefaultWebhookLookupOptions()) // from the Secret watch
+	ropts.Observe = rec.WebhookObserver()                                                      // metrics, and events on GitSyncs whose secret did not verify
 	// A replica that is not leading forwards through a Trigger, so a burst
 	// of pushes becomes one annotation patch per GitSync, not one per event.
 	forward := webhook.NewTrigger()
