@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/source/git"
 )
 
@@ -199,11 +200,9 @@ func TestPinnedCommitPushedLater(t *testing.T) {
 	ns := env.Namespace(t)
 	r := newRepo(t)
 	r.commit(map[string]string{"deploy/a.yaml": configMap("a", "1")})
-	clone := &repo{t: t, dir: t.TempDir()}
-	clone.git("clone", "-q", r.dir, ".")
-	clone.git("config", "user.email", "test@gitsync.dev")
-	clone.git("config", "user.name", "test")
-	pinned := clone.commit(map[string]string{"deploy/a.yaml": configMap("a", "2")})
+	clone := gittest.OpenRepo(t, t.TempDir())
+	clone.Git("clone", "-q", r.dir, ".")
+	pinned := clone.Commit("change", map[string]string{"deploy/a.yaml": configMap("a", "2")})
 	startAgent(t, agentOptions{namespace: ns})
 	gs := newGitSync(ns, "pinned", r.url(), func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{Commit: pinned} })
 	if err := c.Create(context.Background(), gs); err != nil {
@@ -214,7 +213,7 @@ func TestPinnedCommitPushedLater(t *testing.T) {
 		return meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled).Reason == git.ReasonRefNotFound
 	})
 
-	clone.git("push", "-q", "origin", "HEAD:refs/heads/feature")
+	clone.Push("origin", "HEAD:refs/heads/feature")
 	request(t, c, key, "pushed")
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		return strings.Contains(g.Status.LastAppliedRevision, pinned)
