@@ -263,7 +263,8 @@ type CommitStatusSpec struct {
 	Provider string `json:"provider"`
 	// SecretRef names a Secret in the GitSync's namespace whose "token" key
 	// is the API token (for bitbucket, "username" and "password" with an
-	// app password).
+	// app password); an optional "ca.crt" key holds a CA bundle for a
+	// self-hosted host.
 	SecretRef LocalObjectReference `json:"secretRef"`
 	// Address is the API's base URL, for self-hosted hosts; by default it is
 	// derived from Source.URL (https://api.github.com, https://HOST/api/v4,
