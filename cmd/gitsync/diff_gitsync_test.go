@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -62,13 +63,10 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 		entries = append(entries, gitsyncv1.InventoryEntry{ID: id.Key(), Version: "v1", UID: live.UID})
 	}
 	f.repo = t.TempDir()
-	git(t, f.repo, "init", "-q", "-b", "main")
-	writeFiles(t, f.repo, map[string]string{
+	gittest.NewRepo(t, f.repo).Commit("app", map[string]string{
 		"app/changed.yaml": configMap("changed", "k", "v2"),
 		"app/new.yaml":     configMap("new", "k", "v"),
 	})
-	git(t, f.repo, "add", ".")
-	git(t, f.repo, "commit", "-q", "-m", "app")
 	gs := &gitsyncv1.GitSync{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"},
 		Spec: gitsyncv1.GitSyncSpec{
@@ -127,9 +125,9 @@ func TestDiffGitSyncPreviewsTheAgent(t *testing.T) {
 func TestDiffGitSyncBranch(t *testing.T) {
 	t.Parallel()
 	f := newPreviewFixture(t)
-	git(t, f.repo, "checkout", "-q", "-b", "feature")
-	writeFiles(t, f.repo, map[string]string{"app/changed.yaml": configMap("changed", "k", "v1"), "app/new.yaml": ""})
-	git(t, f.repo, "commit", "-q", "-am", "feature")
+	repo := gittest.OpenRepo(t, f.repo)
+	repo.Branch("feature")
+	repo.Commit("feature", map[string]string{"app/changed.yaml": configMap("changed", "k", "v1"), "app/new.yaml": ""})
 	r := gitsync(t, "diff", "--gitsync", f.ns+"/web", "--branch", "feature", "--kubeconfig", env.Kubeconfig, "-o", "json")
 	wantCode(t, r, 1)
 	for _, want := range []string{`"subject": "ConfigMap/` + f.target + `/stale"`, `"action": "prune"`} {

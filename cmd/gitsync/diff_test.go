@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -214,10 +215,7 @@ func TestDiffUncommittedChanges(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	repo := t.TempDir()
-	git(t, repo, "init", "-q", "-b", "main")
-	writeFiles(t, repo, map[string]string{"deploy/app.yaml": configMap("app", "color", "blue")})
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "app")
+	gittest.NewRepo(t, repo).Commit("app", map[string]string{"deploy/app.yaml": configMap("app", "color", "blue")})
 	wantCode(t, gitsyncIn(t, ns, "apply", repo+"/deploy"), 0)
 
 	writeFiles(t, repo, map[string]string{

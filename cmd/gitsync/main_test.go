@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
 )
 
@@ -153,21 +154,11 @@ func changeLines(s string) []string {
 	return out
 }
 
-// git runs the git CLI in dir, isolated from the machine's configuration.
+// git runs the git CLI in dir (internal/gittest's driver) and returns its
+// trimmed output.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-	)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.OpenRepo(t, dir).Git(args...)
 }
 
 // configMap returns a ConfigMap manifest without a namespace.

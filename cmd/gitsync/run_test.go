@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gittest"
 )
 
 // agentProc is a `gitsync run` process started by a test.
@@ -126,17 +127,12 @@ func waitApplied(t *testing.T, c client.Client, key client.ObjectKey, commit str
 
 func newRunRepo(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	return dir
+	return gittest.NewRepo(t, t.TempDir()).Dir
 }
 
 func commitFiles(t *testing.T, dir string, files map[string]string) string {
 	t.Helper()
-	writeFiles(t, dir, files)
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "change")
-	return git(t, dir, "rev-parse", "HEAD")
+	return gittest.OpenRepo(t, dir).Commit("change", files)
 }
 
 // TestRunAppliesOnWebhook runs the agent binary: a GitSync becomes Ready, a

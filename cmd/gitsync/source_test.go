@@ -17,10 +17,7 @@ func serveAppRepo(t *testing.T, user, password string) string {
 	t.Helper()
 	root := t.TempDir()
 	repo := filepath.Join(root, "app.git")
-	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "a")
+	gittest.NewRepo(t, repo).Commit("a", map[string]string{"a.yaml": configMap("a", "k", "v")})
 	return newGitHTTPServer(t, root, user, password)
 }
 
@@ -44,15 +41,11 @@ func TestDiffURLOverHTTP(t *testing.T) {
 	ns := env.Namespace(t)
 	root := t.TempDir()
 	repo := filepath.Join(root, "app.git")
-	writeFiles(t, repo, map[string]string{"deploy/a.yaml": configMap("a", "v", "1"), "README.md": "not a manifest\n"})
-	git(t, repo, "init", "-q", "-b", "trunk") // not "main": no ref flag follows the remote's HEAD
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "v1")
-	git(t, repo, "tag", "v1.0.0")
-	first := git(t, repo, "rev-parse", "HEAD")
-	writeFiles(t, repo, map[string]string{"deploy/b.yaml": configMap("b", "v", "1")})
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "v2")
+	app := gittest.NewRepo(t, repo)
+	app.Branch("trunk") // not "main": no ref flag follows the remote's HEAD
+	first := app.Commit("v1", map[string]string{"deploy/a.yaml": configMap("a", "v", "1"), "README.md": "not a manifest\n"})
+	app.Tag("v1.0.0")
+	app.Commit("v2", map[string]string{"deploy/b.yaml": configMap("b", "v", "1")})
 	url := newGitHTTPServer(t, root) + "/app.git"
 
 	one := []string{"+ ConfigMap/" + ns + "/a (create)"}
@@ -137,8 +130,7 @@ func TestDiffKustomizeOverlayInWorkTree(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	repo := t.TempDir()
-	git(t, repo, "init", "-q", "-b", "main")
-	writeFiles(t, repo, map[string]string{
+	gittest.NewRepo(t, repo).Write(map[string]string{
 		"base/kustomization.yaml":          "resources:\n- app.yaml\n",
 		"base/app.yaml":                    configMap("app", "env", "base"),
 		"overlays/prod/kustomization.yaml": "resources:\n- ../../base\nnamePrefix: prod-\n",
@@ -157,10 +149,7 @@ func TestDiffURLWithCredentials(t *testing.T) {
 	ns := env.Namespace(t)
 	root := t.TempDir()
 	repo := filepath.Join(root, "private.git")
-	writeFiles(t, repo, map[string]string{"a.yaml": configMap("a", "k", "v")})
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "a")
+	gittest.NewRepo(t, repo).Commit("a", map[string]string{"a.yaml": configMap("a", "k", "v")})
 	const password = "pa55-w0rd-never-printed"
 	url := newGitHTTPServer(t, root, "alice", password) + "/private.git"
 
