@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/internal/testenv"
 )
 
 const configMap = `
@@ -78,7 +79,7 @@ data: {token: c2VjcmV0LXRva2Vu}
 `
 
 // differ returns a Differ whose requests are counted.
-func differ(t *testing.T, opts diff.Options) (*diff.Differ, *countingTransport) {
+func differ(t *testing.T, opts diff.Options) (*diff.Differ, *testenv.RequestCounter) {
 	t.Helper()
 	c, ct := countingClient(t)
 	d, err := diff.New(c, opts)
@@ -89,14 +90,14 @@ func differ(t *testing.T, opts diff.Options) (*diff.Differ, *countingTransport) 
 }
 
 // diffCounted runs one Diff and returns its result and the requests it made.
-func diffCounted(t *testing.T, d *diff.Differ, ct *countingTransport, desired, live *unstructured.Unstructured) (diff.Result, int64) {
+func diffCounted(t *testing.T, d *diff.Differ, ct *testenv.RequestCounter, desired, live *unstructured.Unstructured) (diff.Result, int64) {
 	t.Helper()
-	before := ct.n.Load()
+	before := ct.All.Load()
 	res, err := d.Diff(context.Background(), desired, live)
 	if err != nil {
 		t.Fatalf("Diff: %v", err)
 	}
-	return res, ct.n.Load() - before
+	return res, ct.All.Load() - before
 }
 
 func TestDiffFastPathInSync(t *testing.T) {

@@ -301,7 +301,7 @@ func TestDiffDryRunRejected(t *testing.T) {
 	live := applyAs(t, object(t, configMap, ns), "gitsync")
 	invalid := object(t, strings.Replace(configMap, `a: "1"`, "a: 1", 1), ns)
 	d, ct := differ(t, diff.DefaultOptions())
-	before := ct.n.Load()
+	before := ct.All.Load()
 
 	_, err := d.Diff(context.Background(), invalid, live)
 	var dre *diff.DryRunError
@@ -311,7 +311,7 @@ func TestDiffDryRunRejected(t *testing.T) {
 	if want := "ConfigMap/" + ns + "/cm dry-run failed: "; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error %q does not start with %q", err, want)
 	}
-	if ct.n.Load() == before {
+	if ct.All.Load() == before {
 		t.Error("no dry-run request was made")
 	}
 }

@@ -2,14 +2,11 @@ package diff_test
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -23,27 +20,11 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, testenv.Options{}, &env))
 }
 
-// countingTransport counts every request that reaches the apiserver.
-type countingTransport struct {
-	next http.RoundTripper
-	n    atomic.Int64
-}
-
-func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.next.RoundTrip(r)
-}
-
 // countingClient returns a client whose requests are counted.
-func countingClient(t testing.TB) (client.Client, *countingTransport) {
+func countingClient(t testing.TB) (client.Client, *testenv.RequestCounter) {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	ct := &countingTransport{}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		ct.next = rt
-		return ct
-	}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	ct := &testenv.RequestCounter{}
+	c, err := client.New(ct.Wrap(env.Config), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatalf("counting client: %v", err)
 	}
