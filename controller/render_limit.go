@@ -36,7 +36,11 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src g
 	if err != nil {
 		return nil, err
 	}
-	art, err := r.opts.Cache.GetRevision(ctx, src, rev)
+	settings, err := RenderSettings(gs) // render_settings.go
+	if err != nil {
+		return nil, err
+	}
+	art, err := r.opts.Cache.GetRevisionWith(ctx, src, rev, settings)
 	if err != nil {
 		return nil, err
 	}

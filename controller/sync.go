@@ -16,6 +16,7 @@ import (
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
 )
 
 // outcome is what one sync did, for status, events and metrics.
@@ -74,12 +75,12 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	out.attempted = rev.String()
-	objs, err := r.render(ctx, gs, st, src, rev)
+	rendered, err := r.render(ctx, gs, st, src, rev)
 	if err != nil {
 		out.err = err
 		return out
 	}
-	objs, hide, err := r.prepare(ctx, gs, objs, nil) // substitute_prepare.go: variables, SOPS
+	objs, hide, err := r.prepare(ctx, gs, rendered.Objects, rendered.SOPSLookup) // substitute_prepare.go: variables, SOPS
 	defer hide.scrub(out)
 	if err != nil {
 		out.err = err
@@ -170,7 +171,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 
 // render returns the objects of rev; a permanent failure is remembered so
 // the same broken commit is not fetched and rendered again.
-func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) ([]*unstructured.Unstructured, error) {
+func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) (*render.Rendered, error) {
 	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 		}
 		return nil, err
 	}
-	return art.Rendered.Objects, nil
+	return art.Rendered, nil
 }
 
 // engineOptions are the sync pipeline's options for gs: its applier and

@@ -15,9 +15,10 @@ import (
 	"gitsync.dev/gitsync/source/render"
 )
 
-// RenderFunc renders path (relative, "/"-separated) of the checkout at root.
-// The Cache takes it as a parameter so it never depends on a renderer.
-type RenderFunc func(ctx context.Context, root, path string) (*render.Rendered, error)
+// RenderFunc renders path (relative, "/"-separated) of the checkout at root
+// with one source's settings. The Cache takes it as a parameter so it never
+// depends on a renderer.
+type RenderFunc func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error)
 
 // CacheOptions configures a Cache.
 type CacheOptions struct {
@@ -94,17 +95,24 @@ func (c *Cache) Get(ctx context.Context, src git.Source) (*Artifact, error) {
 	return c.GetRevision(ctx, src, rev)
 }
 
-// GetRevision returns the artifact for an already resolved revision.
+// GetRevision returns the artifact for an already resolved revision,
+// rendered with zero render.Settings.
 func (c *Cache) GetRevision(ctx context.Context, src git.Source, rev git.Revision) (*Artifact, error) {
-	key := keyOf(rev.URL, rev.Commit, src.CleanPath())
-	if a, ok := c.lookup(key, rev); ok {
+	return c.GetRevisionWith(ctx, src, rev, render.Settings{})
+}
+
+// GetRevisionWith is GetRevision with one source's render settings: sources
+// whose settings differ get renders of their own (see renderKey).
+func (c *Cache) GetRevisionWith(ctx context.Context, src git.Source, rev git.Revision, s render.Settings) (*Artifact, error) {
+	key := keyOf(rev.URL, rev.Commit, pathKey(src.CleanPath(), s))
+	if a, ok := c.lookup(key, rev, s); ok {
 		c.remember(src, a)
 		return a, nil
 	}
 	// The load runs detached from any one caller's cancellation, since other
 	// callers may be waiting on it; the Fetcher's timeout still bounds it.
-	ch := c.group.DoChan(key, func() (any, error) {
-		return c.load(context.WithoutCancel(ctx), src, rev, key)
+	ch := c.group.DoChan(key+"\x00"+s.HelmKey(), func() (any, error) {
+		return c.load(context.WithoutCancel(ctx), src, rev, key, s)
 	})
 	select {
 	case <-ctx.Done():
@@ -135,14 +143,14 @@ func (c *Cache) LastGood(src git.Source) (*Artifact, bool) {
 	return a, ok
 }
 
-func (c *Cache) lookup(key string, rev git.Revision) (*Artifact, bool) {
+func (c *Cache) lookup(key string, rev git.Revision, s render.Settings) (*Artifact, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ck, ok := c.contents.get(key)
 	if !ok {
 		return nil, false
 	}
-	r, ok := c.renders.get(keyOf(rev.URL, ck, lastField(key)))
+	r, ok := c.renders.get(renderKey(rev.URL, ck, lastField(key), s))
 	if !ok {
 		return nil, false
 	}
@@ -151,7 +159,7 @@ func (c *Cache) lookup(key string, rev git.Revision) (*Artifact, bool) {
 
 // load fetches rev, and renders it unless a render of the same content key
 // is cached.
-func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key string) (*Artifact, error) {
+func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key string, s render.Settings) (*Artifact, error) {
 	f := c.opts.Fetcher
 	rev, err := f.Fetch(ctx, src, rev)
 	if err != nil {
@@ -162,7 +170,7 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 		return nil, err
 	}
 	path := src.CleanPath()
-	rkey := keyOf(rev.URL, ck, path)
+	rkey := renderKey(rev.URL, ck, pathKey(path, s), s)
 	c.mu.Lock()
 	r, hit := c.renders.get(rkey)
 	if hit {
@@ -174,7 +182,7 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 		if strings.HasPrefix(ck, "tree:") {
 			only = path // self-contained: its files are all the render reads
 		}
-		if r, err = c.render(ctx, src, rev, path, only); err != nil {
+		if r, err = c.render(ctx, src, rev, path, only, s); err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
@@ -185,13 +193,13 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, nil
 }
 
-func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path, only string) (*render.Rendered, error) {
+func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path, only string, s render.Settings) (*render.Rendered, error) {
 	dir, err := c.opts.Fetcher.CheckoutTree(ctx, src, rev, only)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	r, err := c.opts.Render(ctx, dir, path)
+	r, err := c.opts.Render(ctx, dir, path, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s render %s: %w", rev, path, err)
 	}
@@ -208,6 +216,25 @@ func (c *Cache) remember(src git.Source, a *Artifact) {
 }
 
 func keyOf(url, id, path string) string { return url + "\x00" + id + "\x00" + path }
+
+// pathKey is path plus the settings every render of it depends on (the
+// ignore rules); it never holds a NUL, so lastField finds it again.
+func pathKey(path string, s render.Settings) string {
+	if k := s.IgnoreKey(); k != "" {
+		return path + "\x01" + k
+	}
+	return path
+}
+
+// renderKey names one render: the Helm settings matter only for a chart
+// path (git.ChartKeyPrefix), so sources sharing a plain path with different
+// Helm settings still share its render.
+func renderKey(url, ck, pk string, s render.Settings) string {
+	if strings.HasPrefix(ck, git.ChartKeyPrefix) {
+		pk += "\x01" + s.HelmKey()
+	}
+	return keyOf(url, ck, pk)
+}
 
 func lastField(key string) string {
 	for i := len(key) - 1; i >= 0; i-- {

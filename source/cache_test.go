@@ -31,7 +31,7 @@ type countingRenderer struct {
 	release chan struct{} // calls block until closed, if non-nil
 }
 
-func (r *countingRenderer) render(ctx context.Context, root, path string) (*render.Rendered, error) {
+func (r *countingRenderer) render(ctx context.Context, root, path string, _ render.Settings) (*render.Rendered, error) {
 	r.calls.Add(1)
 	if r.started != nil {
 		r.started <- struct{}{}
@@ -340,7 +340,7 @@ func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
 	f := newTestFetcher(t)
 	opts := DefaultCacheOptions()
 	opts.Fetcher = f
-	opts.Render = func(_ context.Context, dir, path string) (*render.Rendered, error) {
+	opts.Render = func(_ context.Context, dir, path string, _ render.Settings) (*render.Rendered, error) {
 		for _, p := range []string{"apps/web/cm.yaml", "docs/README.md", "base/cm.yaml"} {
 			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
 				seen[path] = append(seen[path], p)

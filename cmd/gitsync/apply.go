@@ -108,6 +108,7 @@ func (o *ApplyOptions) Complete(args []string) error {
 	if err := o.Source.Complete(args); err != nil {
 		return err
 	}
+	o.Source.Rendering.useTarget(o.Name, &o.Target) // chart release defaults
 	if o.PruneEnabled && o.Name == "" {
 		return errors.New("--prune needs --name: only objects recorded in a named inventory are ever pruned")
 	}

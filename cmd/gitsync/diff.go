@@ -118,6 +118,7 @@ func (o *DiffOptions) Complete(args []string) error {
 	} else if err := o.Source.Complete(args); err != nil {
 		return err
 	}
+	o.Source.Rendering.useTarget(o.Name, &o.Target) // chart release defaults
 	if err := validateOutput(o.Output, outputText, outputJSON, outputYAML); err != nil {
 		return err
 	}

@@ -126,6 +126,9 @@ func (p *gitSyncPreview) render(ctx context.Context, user *Target, o *SourceOpti
 	if m := spec.MaxObjects; m != nil && int(*m) < opts.MaxObjects {
 		opts.MaxObjects = int(*m)
 	}
+	if err := opts.Rendering.useGitSync(p.gs); err != nil { // source_render_flags.go
+		return nil, err
+	}
 	var desired *Desired
 	var err error
 	if opts.Dir != "" {
@@ -158,7 +161,11 @@ func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
 	if path == "" {
 		path = "."
 	}
-	r, err := sourcerender.Render(ctx, root, path, o.renderOptions())
+	ropts, err := o.renderOptionsIn("")
+	if err != nil {
+		return nil, err
+	}
+	r, err := sourcerender.Render(ctx, root, path, ropts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
 	}

@@ -286,8 +286,10 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	copts.Fetcher = fetcher
 	ropts := sourcerender.DefaultOptions()
 	ropts.MaxObjects = o.MaxObjects // the operator's cap; GitSyncs compare theirs to the count
-	copts.Render = func(ctx context.Context, root, path string) (*sourcerender.Rendered, error) {
-		return sourcerender.Render(ctx, root, path, ropts)
+	copts.Render = func(ctx context.Context, root, path string, s sourcerender.Settings) (*sourcerender.Rendered, error) {
+		o := ropts
+		o.Settings = s // the GitSync's spec.helm and spec.ignore
+		return sourcerender.Render(ctx, root, path, o)
 	}
 	srcCache, err := source.NewCache(copts)
 	if err != nil {
@@ -360,8 +362,8 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 		return nil
 	}
 	ropts := webhook.DefaultOptions()
-	ropts.Lookup = rec.WebhookLookup(mgr.GetCache(), controller.DefaultWebhookLookupOptions()) // from the Secret watch
-	ropts.Observe = rec.WebhookObserver()                                                      // metrics, and events on GitSyncs whose secret did not verify
+	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader(), controller.DefaultWebhookLookupOptions())
+	ropts.Observe = rec.WebhookObserver() // metrics, and events on GitSyncs whose secret did not verify
 	// A replica that is not leading forwards through a Trigger, so a burst
 	// of pushes becomes one annotation patch per GitSync, not one per event.
 	forward := webhook.NewTrigger()

@@ -39,6 +39,8 @@ type SourceOptions struct {
 	// MaxObjects caps the objects the render may yield, as the agent's
 	// --max-objects does.
 	MaxObjects int
+	// Rendering holds spec.helm and spec.ignore as flags (source_render_flags.go).
+	Rendering RenderFlags
 }
 
 // Environment variables holding Git credentials for --url.
@@ -62,6 +64,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
+	o.Rendering.AddFlags(fs)
 }
 
 // renderOptions are the render caps, with the object cap from --max-objects.
@@ -208,7 +211,11 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	if o.Path != "" {
 		rel = filepath.Join(rel, filepath.FromSlash(o.Path))
 	}
-	r, err := sourcerender.Render(ctx, root, rel, o.renderOptions())
+	ropts, err := o.renderOptionsIn(root)
+	if err != nil {
+		return nil, err
+	}
+	r, err := sourcerender.Render(ctx, root, rel, ropts)
 	if errors.Is(err, sourcerender.ErrOutsideRoot) {
 		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s; --root sets that directory)", o.Dir, err, root)
 	}
@@ -324,7 +331,11 @@ func (o *SourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 	if path == "" {
 		path = "."
 	}
-	r, err := sourcerender.Render(ctx, checkout, path, o.renderOptions())
+	ropts, err := o.renderOptionsIn("")
+	if err != nil {
+		return nil, err
+	}
+	r, err := sourcerender.Render(ctx, checkout, path, ropts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
 	}

@@ -23,6 +23,8 @@ type repoRoot struct {
 	dir    string
 	root   *os.Root
 	budget *readBudget
+	// sops keeps the SOPS files read (render_sops.go).
+	sops sopsFiles
 }
 
 // openRepoRoot opens dir as the confinement root of one render.
@@ -156,6 +158,7 @@ func (r *repoRoot) readFile(ctx context.Context, rel string) ([]byte, error) {
 	if int64(len(data)) > fi.Size() {
 		return nil, renderErr(ErrTooLarge, filepath.ToSlash(rel), "file grew while being read")
 	}
+	r.sops.note(filepath.ToSlash(rel), data)
 	return data, nil
 }
 

@@ -35,6 +35,8 @@ type Options struct {
 	// are decoded, so a repository of millions of tiny documents fails at
 	// the first one over the cap with bounded memory (see render_limit.go).
 	MaxObjects int
+	// Settings are the source's own render choices (spec.helm, spec.ignore).
+	Settings Settings
 
 	// objects is the count of this render, set by Render.
 	objects *objectBudget
@@ -105,9 +107,12 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 	}
 
 	var docs []decodedObject
-	if isKustomizeDir(repo, rel) {
+	switch {
+	case isKustomizeDir(repo, rel):
 		docs, err = renderKustomize(ctx, repo, rel, opts)
-	} else {
+	case isChartDir(repo, rel):
+		docs, err = renderHelm(ctx, repo, rel, opts) // helm.go
+	default:
 		docs, err = renderPlain(ctx, repo, rel, opts)
 	}
 	if err != nil {

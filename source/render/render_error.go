@@ -33,6 +33,9 @@ var (
 	errRemoteDisabled = errors.New("remote reference not allowed")
 	// errKustomize: kustomize rejected the kustomization for another reason.
 	errKustomize = errors.New("kustomize build failed")
+	// errHelm: Helm refused the chart (a template error, a dependency not
+	// vendored, a values file that is not a map, a kubeVersion constraint).
+	errHelm = errors.New("helm chart failed")
 )
 
 // Error says where in the checkout rendering failed and why. Its message

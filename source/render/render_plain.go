@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"gitsync.dev/gitsync/source/ignore"
 )
 
 // manifestExtensions are the file extensions read in a plain directory.
@@ -18,15 +20,18 @@ func isManifestName(name string) bool {
 }
 
 // renderPlain decodes every manifest file below rel (or rel itself if it is a
-// file), in byte-wise path order, skipping hidden files and directories. A
-// subdirectory holding a kustomization is built with kustomize instead of
-// being read file by file.
+// file), in byte-wise path order, skipping what the ignore rules name
+// (ignore.go). A subdirectory holding a kustomization is built with
+// kustomize instead of being read file by file.
 func renderPlain(ctx context.Context, repo *repoRoot, rel string, opts Options) ([]decodedObject, error) {
 	fi, err := repo.stat(rel)
 	if err != nil {
 		return nil, err
 	}
 	w := &plainWalker{ctx: ctx, repo: repo, opts: opts, visited: map[string]bool{}}
+	if w.rules, err = ignoreRulesAbove(ctx, repo, rel, opts); err != nil {
+		return nil, err
+	}
 	if !fi.IsDir() {
 		if !isManifestName(rel) {
 			return nil, renderErr(errInvalidYAML, filepath.ToSlash(rel), "not a .yaml, .yml or .json file")
@@ -50,6 +55,8 @@ type plainWalker struct {
 	// depth is how many directories deep the walk is; the top directory is
 	// never a kustomization (Render sends those to kustomize itself).
 	depth int
+	// rules are the ignore rules of the directory being walked.
+	rules *ignore.Rules
 	out   []decodedObject
 }
 
@@ -69,6 +76,16 @@ func (w *plainWalker) walkDir(rel string) error {
 		w.out = append(w.out, objs...)
 		return nil
 	}
+	if w.depth > 0 && isChartDir(w.repo, rel) {
+		return renderErr(errHelm, filepath.ToSlash(rel), "Helm chart inside a plain directory; set the path to it to render it, or ignore it")
+	}
+	parent := w.rules
+	defer func() { w.rules = parent }()
+	rules, err := withIgnoreFile(w.ctx, w.repo, rel, parent)
+	if err != nil {
+		return err
+	}
+	w.rules = rules
 	w.depth++
 	defer func() { w.depth-- }()
 	entries, err := w.repo.readDir(rel)
@@ -80,10 +97,10 @@ func (w *plainWalker) walkDir(rel string) error {
 			return err
 		}
 		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // .git, .github, editor files
-		}
 		child := filepath.Join(rel, name)
+		if name == ".git" || w.rules.Ignored(filepath.ToSlash(child), e.IsDir()) {
+			continue // never listed or read
+		}
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			err = w.visitSymlink(child)

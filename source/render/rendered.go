@@ -10,4 +10,7 @@ type Rendered struct {
 	Objects []*unstructured.Unstructured
 	// Digest identifies the rendered content, e.g. "sha256:<hex>".
 	Digest string
+	// SOPS are the SOPS-encrypted files read, by the mac of their metadata,
+	// still encrypted: decryption is per GitSync (source/sops.Objects).
+	SOPS map[string]SOPSFile
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"helm.sh/helm/v3/pkg/strvals"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/source/helm"
+	"gitsync.dev/gitsync/source/ignore"
+	sourcerender "gitsync.dev/gitsync/source/render"
+)
+
+// RenderFlags are the CLI's spec.helm and spec.ignore: how a chart directory
+// renders and which files are left out.
+type RenderFlags struct {
+	// HelmValues are values files merged in order over the chart's own. A
+	// local source takes them as paths on disk (inside the render's root); a
+	// remote one as paths in the repository, as spec.helm.valuesFiles.
+	HelmValues []string
+	// HelmSet are key=value pairs in `helm --set` syntax, merged last.
+	HelmSet []string
+	// ReleaseName is .Release.Name; empty means the --name inventory's, else
+	// the chart's name.
+	ReleaseName string
+	// Ignore are extra ignore rules, one per flag, as spec.ignore lines.
+	Ignore []string
+
+	// defaultRelease and namespace are set by the command: its --name and the
+	// namespace objects without one go to (.Release.Namespace).
+	defaultRelease, namespace string
+	// spec, when set, are a GitSync's settings, used instead of the flags.
+	spec *sourcerender.Settings
+}
+
+// AddFlags registers --helm-values, --helm-set, --release-name and --ignore.
+func (o *RenderFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.HelmValues, "helm-values", nil, "Values file for a Helm chart directory, merged over the chart's values.yaml (repeatable; a path inside the repository with --url).")
+	fs.StringArrayVar(&o.HelmSet, "helm-set", nil, "Value for a Helm chart directory in helm --set syntax, e.g. image.tag=1.2 (repeatable; wins over --helm-values).")
+	fs.StringVar(&o.ReleaseName, "release-name", "", "Release name a Helm chart directory's templates see (default: --name, else the chart's name).")
+	fs.StringArrayVar(&o.Ignore, "ignore", nil, "Extra ignore rule in .gitignore syntax, from the repository root (repeatable), as spec.ignore; .gitsyncignore files are read too.")
+}
+
+// settings turns the flags into render settings. root is the confinement
+// root of a local render ("" for a repository checkout), in which
+// --helm-values paths must lie.
+func (o *RenderFlags) settings(root string) (sourcerender.Settings, error) {
+	if o.spec != nil {
+		return *o.spec, nil
+	}
+	h := helm.DefaultOptions()
+	h.ReleaseName = o.ReleaseName
+	if h.ReleaseName == "" {
+		h.ReleaseName = o.defaultRelease
+	}
+	h.Namespace = o.namespace
+	for _, f := range o.HelmValues {
+		p, err := valuesPath(root, f)
+		if err != nil {
+			return sourcerender.Settings{}, err
+		}
+		h.ValuesFiles = append(h.ValuesFiles, p)
+	}
+	if len(o.HelmSet) > 0 {
+		h.Values = map[string]any{}
+		for _, s := range o.HelmSet {
+			if err := strvals.ParseInto(s, h.Values); err != nil {
+				return sourcerender.Settings{}, fmt.Errorf("--helm-set %s: %w", s, err)
+			}
+		}
+	}
+	return sourcerender.Settings{Helm: &h, Ignore: ignore.Options{Extra: strings.Join(o.Ignore, "\n")}}, nil
+}
+
+// valuesPath maps a --helm-values file to a path relative to root; with no
+// root (a repository) it is already one.
+func valuesPath(root, f string) (string, error) {
+	if root == "" {
+		return filepath.ToSlash(f), nil
+	}
+	abs, err := filepath.Abs(f)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--helm-values %s: %w", f, err)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("--helm-values %s lies outside %s, the directory nothing is read from outside of (--root sets it)", f, root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// given reports whether any of the flags was set.
+func (o *RenderFlags) given() bool {
+	return len(o.HelmValues) > 0 || len(o.HelmSet) > 0 || o.ReleaseName != "" || len(o.Ignore) > 0
+}
+
+// useTarget takes the release defaults from the command: its --name and the
+// namespace objects without one go to.
+func (o *RenderFlags) useTarget(name string, t *TargetOptions) {
+	o.defaultRelease = name
+	if ns, err := t.Namespace(); err == nil {
+		o.namespace = ns
+	}
+}
+
+// renderOptionsIn are renderOptions with the flags' settings; root is the
+// confinement root of a local render, "" for a repository checkout.
+func (o *SourceOptions) renderOptionsIn(root string) (sourcerender.Options, error) {
+	ropts := o.renderOptions()
+	s, err := o.Rendering.settings(root)
+	if err != nil {
+		return ropts, err
+	}
+	ropts.Settings = s
+	return ropts, nil
+}
+
+// useGitSync renders with gs's spec.helm and spec.ignore, as the agent
+// does (controller.RenderSettings); the flags may not change them.
+func (o *RenderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
+	if o.given() {
+		return errors.New("--helm-values, --helm-set, --release-name and --ignore do not apply with --gitsync: it renders with the GitSync's spec.helm and spec.ignore")
+	}
+	s, err := controller.RenderSettings(gs)
+	if err != nil {
+		return err
+	}
+	o.spec = &s
+	return nil
+}

@@ -1,0 +1,35 @@
+package render
+
+import (
+	"gitsync.dev/gitsync/source/helm"
+	"gitsync.dev/gitsync/source/ignore"
+)
+
+// Settings are one source's own choices about how its path renders
+// (spec.helm, spec.ignore), beside the agent's caps in Options. Two sources
+// with the same path render alike only with equal settings, so caches key
+// renders by Key as well.
+type Settings struct {
+	// Helm says how to render a chart directory (a path holding Chart.yaml);
+	// nil renders it with the chart's own values, release name = chart name.
+	Helm *helm.Options
+	// Ignore adds rules to the defaults and the repository's .gitsyncignore
+	// files (see package ignore).
+	Ignore ignore.Options
+}
+
+// IgnoreKey names the ignore rules; "" for none beyond the defaults.
+func (s Settings) IgnoreKey() string {
+	if s.Ignore == (ignore.Options{}) {
+		return ""
+	}
+	return "ignore:" + ignore.Digest(s.Ignore)
+}
+
+// HelmKey names the Helm settings; it matters only for a chart path.
+func (s Settings) HelmKey() string {
+	if s.Helm == nil {
+		return "helm:-"
+	}
+	return "helm:" + s.Helm.Digest()
+}
