@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/testenv"
 )
 
 // The engine benchmark: raw parallel server-side apply with 16 workers (the
@@ -74,26 +73,8 @@ func BenchmarkApplyConcurrency(b *testing.B) {
 	}
 }
 
-// counter counts the requests made through a rest.Config.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			c.n.Add(1)
-			return rt.RoundTrip(r)
-		})
-	}
-	return cfg
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func report(b *testing.B, c *counter, objects int) {
-	b.ReportMetric(float64(c.n.Load())/float64(b.N), "requests/op")
+func report(b *testing.B, c *testenv.RequestCounter, objects int) {
+	b.ReportMetric(float64(c.All.Load())/float64(b.N), "requests/op")
 	b.ReportMetric(float64(objects*b.N)/b.Elapsed().Seconds(), "objects/s")
 }
 
@@ -112,8 +93,8 @@ func namespace(b *testing.B) string {
 // timer runs, as in a running agent; without, the timing includes their
 // initial LIST of every object of those kinds in the cluster.
 func benchApplier(b *testing.B, opts apply.Options, warm bool, set func(ns string) []*unstructured.Unstructured) {
-	c := &counter{}
-	cfg := c.wrap(env.Config)
+	c := &testenv.RequestCounter{}
+	cfg := c.Wrap(env.Config)
 	objects := 0
 	b.ResetTimer()
 	for range b.N {
@@ -144,8 +125,8 @@ func benchApplier(b *testing.B, opts apply.Options, warm bool, set func(ns strin
 }
 
 func benchApplierReapply(b *testing.B, n int) {
-	c := &counter{}
-	cfg := c.wrap(env.Config)
+	c := &testenv.RequestCounter{}
+	cfg := c.Wrap(env.Config)
 	ns := namespace(b)
 	objs := configMaps(ns, n)
 	live, stop := startCache(b, cfg)
@@ -158,7 +139,7 @@ func benchApplierReapply(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	waitCached(b, live, ns, n)
-	c.n.Store(0)
+	c.Reset()
 	b.ResetTimer()
 	for range b.N {
 		cs, err := a.Apply(context.Background(), objs)
@@ -304,8 +285,8 @@ func plural(kind string) string {
 }
 
 func benchFloor(b *testing.B, set func(ns string) []*unstructured.Unstructured) {
-	c := &counter{}
-	f := newFloor(b, c.wrap(env.Config))
+	c := &testenv.RequestCounter{}
+	f := newFloor(b, c.Wrap(env.Config))
 	objects := 0
 	b.ResetTimer()
 	for range b.N {
@@ -321,13 +302,13 @@ func benchFloor(b *testing.B, set func(ns string) []*unstructured.Unstructured) 
 }
 
 func benchFloorReapply(b *testing.B, n int) {
-	c := &counter{}
-	f := newFloor(b, c.wrap(env.Config))
+	c := &testenv.RequestCounter{}
+	f := newFloor(b, c.Wrap(env.Config))
 	objs := configMaps(namespace(b), n)
 	if err := f.apply(context.Background(), objs); err != nil {
 		b.Fatal(err)
 	}
-	c.n.Store(0)
+	c.Reset()
 	b.ResetTimer()
 	for range b.N {
 		if err := f.apply(context.Background(), objs); err != nil {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/yaml"
+
+	"gitsync.dev/gitsync/internal/testenv"
 )
 
 // scaleFloor adds a "floor" sub-benchmark to BenchmarkAgentScale: the same
@@ -40,8 +42,8 @@ func benchScaleFloor(b *testing.B, syncs, objects int) {
 	}
 	createNamespaces(b, namespaces, run)
 	b.Cleanup(func() { cleanupScale(b, gitsyncClient(b), namespaces) })
-	c := &counter{}
-	f := newFloor(b, c.wrap(env.Config))
+	c := &testenv.RequestCounter{}
+	f := newFloor(b, c.Wrap(env.Config))
 	cp := controlPlanePIDs()
 	before := map[string]time.Duration{}
 	for name, p := range cp {
@@ -58,5 +60,5 @@ func benchScaleFloor(b *testing.B, syncs, objects int) {
 	b.ReportMetric(float64(len(objs))/took.Seconds(), "objects/s")
 	b.ReportMetric((procCPU(cp["kube-apiserver"]) - before["kube-apiserver"]).Seconds(), "apiserver-cpu-s")
 	b.ReportMetric((procCPU(cp["etcd"]) - before["etcd"]).Seconds(), "etcd-cpu-s")
-	b.ReportMetric(float64(c.n.Load()), "converge-requests")
+	b.ReportMetric(float64(c.All.Load()), "converge-requests")
 }
