@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -22,8 +23,8 @@ import (
 func TestAdoptionThroughManagedOnlyCache(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	count := &counter{}
-	cfg := count.wrap(env.Config)
+	count := &testenv.RequestCounter{}
+	cfg := count.Wrap(env.Config)
 	req, err := labels.NewRequirement(inventory.NameLabel, selection.Exists, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestAdoptionThroughManagedOnlyCache(t *testing.T) {
 	fresh := cm(t, ns, "fresh", map[string]string{"a": "1"})
 	edited = cm(t, ns, "edited", map[string]string{"a": "1"})
 
-	count.reset()
+	count.Reset()
 	cs, err := a.Apply(ctx, []*unstructured.Unstructured{same, edited, fresh})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestAdoptionThroughManagedOnlyCache(t *testing.T) {
 		}
 	}
 	// One apply each, plus the forced retry of the taken-back edit.
-	if n := count.mutating.Load(); n != 4 {
-		t.Errorf("%d writes, want 4:\n%s", n, count.requests())
+	if n := count.Mutating(); n != 4 {
+		t.Errorf("%d writes, want 4:\n%s", n, testenv.JoinRequests(count.Requests()))
 	}
 }

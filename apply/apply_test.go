@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -344,7 +345,7 @@ func TestCRDAndCustomResourceInOneSet(t *testing.T) {
 	}
 	// The CRD is new in this run, so no Widget can exist: their live reads
 	// are skipped and no informer for widgets is started mid-apply.
-	if log := f.count.requests(); strings.Contains(log, "GET") && strings.Contains(log, "/widgets?") {
+	if log := testenv.JoinRequests(f.count.Requests()); strings.Contains(log, "GET") && strings.Contains(log, "/widgets?") {
 		t.Errorf("Widgets were listed or watched while their CRD was new:\n%s", log)
 	}
 
@@ -443,7 +444,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Errorf("%s: %s (%v), want created", e.Subject, e.Action, e.Err)
 		}
 	}
-	if n := f.count.mutating.Load(); n != 0 {
+	if n := f.count.Mutating(); n != 0 {
 		t.Errorf("dry run made %d mutating requests", n)
 	}
 }
@@ -476,30 +477,30 @@ func TestReapplyUnchangedMakesNoRequests(t *testing.T) {
 
 	// First re-apply: nothing is written. The Secret's stringData cannot be
 	// compared locally, so diff may dry-run it once and memoise the answer.
-	f.count.reset()
+	f.count.Reset()
 	cs := f.apply(t, objs...)
 	for _, e := range cs.Entries {
 		if e.Action != apply.Unchanged {
 			t.Errorf("%s: %s (%v), want unchanged", e.Subject, e.Action, e.Err)
 		}
 	}
-	if mut := f.count.mutating.Load(); mut != 0 {
-		t.Errorf("re-apply made %d mutating requests, want 0:\n%s", mut, f.count.requests())
+	if mut := f.count.Mutating(); mut != 0 {
+		t.Errorf("re-apply made %d mutating requests, want 0:\n%s", mut, testenv.JoinRequests(f.count.Requests()))
 	}
 
 	// Steady state: caches and memo are warm, so not a single request.
-	f.count.reset()
+	f.count.Reset()
 	cs = f.apply(t, objs...)
 	if got := cs.Summary(); got != "8 unchanged" {
 		t.Errorf("second re-apply: %s", got)
 	}
-	if all := f.count.all.Load(); all != 0 {
-		t.Errorf("re-apply with warm caches made %d requests, want 0:\n%s", all, f.count.requests())
+	if all := f.count.All.Load(); all != 0 {
+		t.Errorf("re-apply with warm caches made %d requests, want 0:\n%s", all, testenv.JoinRequests(f.count.Requests()))
 	}
 
 	// Without a cache (the CLI) reads cost requests, but nothing is written.
-	c := &counter{}
-	direct, err := apply.New(c.wrap(env.Config), nil, opts)
+	c := &testenv.RequestCounter{}
+	direct, err := apply.New(c.Wrap(env.Config), nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func TestReapplyUnchangedMakesNoRequests(t *testing.T) {
 	if got := cs.Summary(); got != "8 unchanged" {
 		t.Errorf("direct re-apply: %s", got)
 	}
-	if mut := c.mutating.Load(); mut != 0 {
-		t.Errorf("direct re-apply made %d mutating requests, want 0:\n%s", mut, c.requests())
+	if mut := c.Mutating(); mut != 0 {
+		t.Errorf("direct re-apply made %d mutating requests, want 0:\n%s", mut, testenv.JoinRequests(c.Requests()))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -28,14 +29,14 @@ func TestApplyWithoutOwnerLabelsKeepsThem(t *testing.T) {
 
 	g := newFixture(t, apply.DefaultOptions())
 	g.waitCached(t, same, changed)
-	g.count.reset()
+	g.count.Reset()
 	cs := g.apply(t, same, cm(t, ns, "changed", map[string]string{"a": "2"}))
 	want := map[string]apply.Action{"ConfigMap/" + ns + "/same": apply.Unchanged, "ConfigMap/" + ns + "/changed": apply.Configured}
 	if d := cmp.Diff(want, actions(cs)); d != "" {
 		t.Fatalf("apply without owner labels (-want +got):\n%s", d)
 	}
-	if n := g.count.mutating.Load(); n != 1 {
-		t.Errorf("want 1 write (the changed ConfigMap), got %d:\n%s", n, g.count.requests())
+	if n := g.count.Mutating(); n != 1 {
+		t.Errorf("want 1 write (the changed ConfigMap), got %d:\n%s", n, testenv.JoinRequests(g.count.Requests()))
 	}
 	for _, o := range []*unstructured.Unstructured{same, changed} {
 		if got := getLive(t, o).GetLabels(); !inventory.OwnedBy(got, "web", "prod") {
@@ -88,7 +89,7 @@ func TestDryRunReportsRefusals(t *testing.T) {
 			opts := apply.DefaultOptions()
 			opts.DryRun, opts.Force = true, tt.force
 			f := newFixture(t, opts)
-			f.count.reset()
+			f.count.Reset()
 			e := f.apply(t, tt.desired(t, ns)).Entries[0]
 			if e.Action != tt.wantAction {
 				t.Fatalf("action %s (err %v), want %s", e.Action, e.Err, tt.wantAction)
@@ -109,8 +110,8 @@ func TestDryRunReportsRefusals(t *testing.T) {
 			if e.Recreated != tt.wantRecreate {
 				t.Errorf("Recreated = %v, want %v", e.Recreated, tt.wantRecreate)
 			}
-			if n := f.count.mutating.Load(); n != 0 {
-				t.Errorf("dry run made %d mutating requests:\n%s", n, f.count.requests())
+			if n := f.count.Mutating(); n != 0 {
+				t.Errorf("dry run made %d mutating requests:\n%s", n, testenv.JoinRequests(f.count.Requests()))
 			}
 			after := getLive(t, web)
 			if after.GetResourceVersion() != before.GetResourceVersion() || after.GetUID() != before.GetUID() {
@@ -191,11 +192,11 @@ spec:
 	if e := entry(t, cs, "ConfigMap/"+ns+"-nowhere/lost"); !apierrors.IsNotFound(e.Err) {
 		t.Errorf("object in a Namespace nobody creates: error %v, want not found", e.Err)
 	}
-	if n := f.count.mutating.Load(); n != 0 {
-		t.Errorf("dry run made %d mutating requests:\n%s", n, f.count.requests())
+	if n := f.count.Mutating(); n != 0 {
+		t.Errorf("dry run made %d mutating requests:\n%s", n, testenv.JoinRequests(f.count.Requests()))
 	}
-	if n := f.count.dryRun.Load(); n < 4 {
-		t.Errorf("want a dry-run per new object, got %d:\n%s", n, f.count.requests())
+	if n := f.count.DryRuns.Load(); n < 4 {
+		t.Errorf("want a dry-run per new object, got %d:\n%s", n, testenv.JoinRequests(f.count.Requests()))
 	}
 }
 
@@ -205,13 +206,13 @@ func TestCreateRejectedByServerWithoutDryRun(t *testing.T) {
 	ns := env.Namespace(t)
 	f := newFixture(t, apply.DefaultOptions())
 	bad := obj(t, ns, "{apiVersion: v1, kind: Service, metadata: {name: bad, namespace: NS}, spec: {ports: [{port: 700000}]}}")
-	f.count.reset()
+	f.count.Reset()
 	e := f.apply(t, bad).Entries[0]
 	if e.Action != apply.Failed || !apierrors.IsInvalid(e.Err) || !strings.Contains(e.Err.Error(), "apply failed") {
 		t.Errorf("action %s (%v), want failed as invalid", e.Action, e.Err)
 	}
-	if n := f.count.dryRun.Load(); n != 0 {
-		t.Errorf("the agent path made %d dry-runs, want 0:\n%s", n, f.count.requests())
+	if n := f.count.DryRuns.Load(); n != 0 {
+		t.Errorf("the agent path made %d dry-runs, want 0:\n%s", n, testenv.JoinRequests(f.count.Requests()))
 	}
 }
 

@@ -1,20 +1,14 @@
 package apply_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -29,76 +23,18 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, testenv.Options{}, &env))
 }
 
-// counter counts the HTTP requests made through a rest.Config.
-type counter struct {
-	all, mutating, dryRun atomic.Int64
-	mu                    sync.Mutex
-	log                   []string // method and URL of every request since reset
-}
-
-func (c *counter) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			c.all.Add(1)
-			switch {
-			case r.URL.Query().Get("dryRun") != "" || dryRunBody(r):
-				c.dryRun.Add(1)
-			case r.Method != http.MethodGet && r.Method != http.MethodHead:
-				c.mutating.Add(1)
-			}
-			c.mu.Lock()
-			c.log = append(c.log, r.Method+" "+r.URL.String())
-			c.mu.Unlock()
-			return rt.RoundTrip(r)
-		})
-	}
-	return cfg
-}
-
-// dryRunBody reports whether r carries its dryRun option in the body, as a
-// DELETE does, restoring the body for the transport.
-func dryRunBody(r *http.Request) bool {
-	if r.Method != http.MethodDelete || r.Body == nil {
-		return false
-	}
-	body, err := io.ReadAll(r.Body)
-	_ = r.Body.Close()
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return err == nil && bytes.Contains(body, []byte(`"dryRun":["All"]`))
-}
-
-func (c *counter) reset() {
-	c.all.Store(0)
-	c.mutating.Store(0)
-	c.dryRun.Store(0)
-	c.mu.Lock()
-	c.log = nil
-	c.mu.Unlock()
-}
-
-func (c *counter) requests() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return strings.Join(c.log, "\n")
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // fixture is an Applier reading from a started informer cache, with its
 // requests counted.
 type fixture struct {
 	applier *apply.Applier
 	cache   cache.Cache
-	count   *counter
+	count   *testenv.RequestCounter
 }
 
 func newFixture(t *testing.T, opts apply.Options) *fixture {
 	t.Helper()
-	f := &fixture{count: &counter{}}
-	cfg := f.count.wrap(env.Config)
+	f := &fixture{count: &testenv.RequestCounter{}}
+	cfg := f.count.Wrap(env.Config)
 	c, err := cache.New(cfg, cache.Options{})
 	if err != nil {
 		t.Fatal(err)
