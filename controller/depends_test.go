@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,42 @@ func TestInvalidWave(t *testing.T) {
 	})
 	if _, err := getCM(t, c, ns, "a"); !apierrors.IsNotFound(err) {
 		t.Errorf("ConfigMap a applied although the set has an invalid wave: err = %v", err)
+	}
+}
+
+// TestDependsOnConvergedCostsNothing: checking a dependency reads the
+// GitSync cache only, so a converged dependent's resyncs still send no
+// request at all.
+func TestDependsOnConvergedCostsNothing(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	a := startAgent(t, agentOptions{namespace: ns})
+	ctx := context.Background()
+	r := newRepo(t)
+	r.commit(map[string]string{"db/cm.yaml": configMap("db", "1"), "app/cm.yaml": configMap("app", "1")})
+	db := newGitSync(ns, "db", r.url(), withPath("db"))
+	if err := c.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	dbKey := client.ObjectKeyFromObject(db)
+	waitCondition(t, c, dbKey, v1.ConditionReady, metav1.ConditionTrue, nil)
+	app := newGitSync(ns, "app", r.url(), withPath("app"), dependsOn("db"))
+	if err := c.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	appKey := client.ObjectKeyFromObject(app)
+	waitCondition(t, c, appKey, v1.ConditionReady, metav1.ConditionTrue, nil)
+	a.settle(t, c, dbKey, 2)
+	a.settle(t, c, appKey, 2)
+
+	for i := range 3 {
+		done := a.reconciles(t, "success")
+		writes, reads := a.count.writes.Load(), a.count.reads.Load()
+		mark := len(a.count.requests())
+		poke(t, c, appKey, fmt.Sprint("resync-", i))
+		eventually(t, "resync reconcile", func(context.Context) (bool, error) { return a.reconciles(t, "success") > done, nil })
+		if w, rd := a.count.writes.Load()-writes, a.count.reads.Load()-reads; w != 0 || rd != 0 {
+			t.Errorf("resync %d of a dependent sent %d writes and %d non-watch reads, want 0 and 0: %v", i, w, rd, a.count.requests()[mark:])
+		}
 	}
 }
