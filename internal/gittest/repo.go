@@ -1,6 +1,7 @@
 package gittest
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,9 +49,18 @@ func (r *Repo) URL() string { return "file://" + r.Dir }
 // surrounding space; a failure ends the test with git's output.
 func (r *Repo) Git(args ...string) string {
 	r.t.Helper()
+	return r.GitInput(nil, args...)
+}
+
+// GitInput is Git with stdin as git's standard input (git fast-import).
+func (r *Repo) GitInput(stdin []byte, args ...string) string {
+	r.t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = r.Dir
 	cmd.Env = Env(r.Dir)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -43,11 +43,7 @@ func newBenchRepo(b *testing.B, root string) *gittest.Repo {
 			fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", benchPath(i), len(content), content)
 		}
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir, cmd.Env, cmd.Stdin = repo.Dir, gittest.Env(repo.Dir), &stream
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("fast-import: %v\n%s", err, out)
-	}
+	repo.GitInput(stream.Bytes(), "fast-import", "--quiet")
 	repo.Git("reset", "-q", "--hard", "main")
 	return repo
 }
