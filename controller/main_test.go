@@ -84,51 +84,31 @@ func setup(t *testing.T) client.Client {
 	return c
 }
 
-// counter counts the requests a manager sends, except watches.
+// counter is testenv.RequestCounter under the names this package's tests
+// use: reads (GETs) and writes leave watches out, and requests lists the
+// other requests as "METHOD path".
 type counter struct {
-	writes, reads atomic.Int64
-	log           atomic.Pointer[[]string]
+	all           testenv.RequestCounter
+	reads, writes *atomic.Int64
 }
 
-func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		switch {
-		case req.URL.Query().Get("watch") == "true":
-		case req.Method == http.MethodGet:
-			c.reads.Add(1)
-			c.note(req)
-		default:
-			c.writes.Add(1)
-			c.note(req)
-		}
-		return rt.RoundTrip(req)
-	})
+func newCounter() *counter {
+	c := &counter{}
+	c.reads, c.writes = &c.all.Reads, &c.all.Writes
+	return c
 }
 
-func (c *counter) note(req *http.Request) {
-	for {
-		old := c.log.Load()
-		var next []string
-		if old != nil {
-			next = append(next, *old...)
-		}
-		next = append(next, req.Method+" "+req.URL.Path)
-		if c.log.CompareAndSwap(old, &next) {
-			return
-		}
-	}
-}
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper { return c.all.WrapTransport(rt) }
 
 func (c *counter) requests() []string {
-	if p := c.log.Load(); p != nil {
-		return *p
+	var out []string
+	for _, r := range c.all.Requests() {
+		if !r.Watch {
+			out = append(out, r.Method+" "+r.Path)
+		}
 	}
-	return nil
+	return out
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // agent is a running manager with the GitSync reconciler.
 type agent struct {
@@ -169,7 +149,7 @@ type agentOptions struct {
 func startAgent(t *testing.T, o agentOptions) *agent {
 	t.Helper()
 	setup(t)
-	a := &agent{count: &counter{}, metrics: prometheus.NewRegistry()}
+	a := &agent{count: newCounter(), metrics: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(env.Config)
 	if o.config != nil {
 		cfg = rest.CopyConfig(o.config)
