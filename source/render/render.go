@@ -118,7 +118,11 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 	if err != nil {
 		return nil, err
 	}
-	return finish(docs)
+	out, err := finish(docs)
+	if out != nil {
+		out.SOPS = repo.sops.files()
+	}
+	return out, err
 }
 
 // isKustomizeDir reports whether rel is a directory holding a kustomization file.
