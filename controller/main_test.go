@@ -6,9 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +30,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/git"
@@ -280,54 +278,28 @@ func (a *agent) applied(t *testing.T, action, kind string) float64 {
 	return 0
 }
 
-// repo is a real Git repository in a temp dir, reached by file:// URL.
+// repo is a real Git repository in a temp dir, reached by file:// URL:
+// internal/gittest's driver under the short names this package's tests use.
 type repo struct {
+	*gittest.Repo
 	t   *testing.T
 	dir string
 }
 
 func newRepo(t *testing.T) *repo {
 	t.Helper()
-	r := &repo{t: t, dir: t.TempDir()}
-	r.git("init", "-q", "-b", "main")
-	r.git("config", "user.email", "test@gitsync.dev")
-	r.git("config", "user.name", "test")
-	return r
+	r := gittest.NewRepo(t, t.TempDir())
+	return &repo{Repo: r, t: t, dir: r.Dir}
 }
 
-func (r *repo) url() string { return "file://" + r.dir }
+func (r *repo) url() string { return r.URL() }
 
-func (r *repo) git(args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+r.dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+func (r *repo) git(args ...string) string { r.t.Helper(); return r.Git(args...) }
 
 // commit writes files (content "" deletes the file) and returns the commit.
 func (r *repo) commit(files map[string]string) string {
 	r.t.Helper()
-	for name, content := range files {
-		p := filepath.Join(r.dir, name)
-		if content == "" {
-			r.git("rm", "-q", name)
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-		r.git("add", name)
-	}
-	r.git("commit", "-q", "-m", "change")
-	return r.git("rev-parse", "HEAD")
+	return r.Commit("change", files)
 }
 
 // eventually polls cond until it holds or a generous timeout passes.
