@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -49,6 +48,33 @@ type Artifact struct {
 	// ContentKey names the render's input (see git.Fetcher.ContentKey); commits with the
 	// same key share one render.
 	ContentKey string
+
+	// packed is Rendered as the Cache keeps it (cache_pack.go); nil when
+	// it could not be packed, and then Rendered is kept as it is.
+	packed *packedRender
+}
+
+// kept is a as the Cache holds it between uses: packed, without the
+// expanded objects (which are garbage once the caller is done).
+func (a *Artifact) kept() *Artifact {
+	if a.packed == nil {
+		return a
+	}
+	return &Artifact{Revision: a.Revision, ContentKey: a.ContentKey, packed: a.packed}
+}
+
+// expanded is a kept artifact with a fresh copy of its objects.
+func (a *Artifact) expanded() (*Artifact, error) {
+	if a.Rendered != nil || a.packed == nil {
+		return a, nil
+	}
+	r, err := a.packed.expand()
+	if err != nil {
+		return nil, err
+	}
+	out := *a
+	out.Rendered = r
+	return &out, nil
 }
 
 // Cache maps (repository, commit, path) to rendered objects. A commit that
@@ -60,9 +86,9 @@ type Cache struct {
 	group singleflight.Group
 
 	mu       sync.Mutex
-	contents *lru[string]           // url|commit|path → content key
-	renders  *lru[*render.Rendered] // url|content key|path → render
-	last     map[string]*Artifact
+	contents *lru[string]         // url|commit|path → content key
+	renders  *lru[*packedRender]  // url|content key|path → render, packed
+	last     map[string]*Artifact // kept (packed) artifacts
 }
 
 // NewCache validates opts, filling zero bounds from DefaultCacheOptions.
@@ -80,7 +106,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 	return &Cache{
 		opts:     opts,
 		contents: newLRU[string](opts.MaxEntries*4, 0),
-		renders:  newLRU[*render.Rendered](opts.MaxEntries, opts.MaxBytes),
+		renders:  newLRU[*packedRender](opts.MaxEntries, opts.MaxBytes),
 		last:     map[string]*Artifact{},
 	}, nil
 }
@@ -138,23 +164,31 @@ func (c *Cache) GetRevisionWith(ctx context.Context, src git.Source, rev git.Rev
 // revision fails to fetch or render.
 func (c *Cache) LastGood(src git.Source) (*Artifact, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	a, ok := c.last[sourceKey(src)]
-	return a, ok
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	a, err := a.expanded()
+	return a, err == nil
 }
 
 func (c *Cache) lookup(key string, rev git.Revision, s render.Settings) (*Artifact, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	ck, ok := c.contents.get(key)
+	var p *packedRender
+	if ok {
+		p, ok = c.renders.get(renderKey(rev.URL, ck, lastField(key), s))
+	}
+	c.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	r, ok := c.renders.get(renderKey(rev.URL, ck, lastField(key), s))
-	if !ok {
-		return nil, false
+	r, err := p.expand()
+	if err != nil {
+		return nil, false // rendered again
 	}
-	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, true
+	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck, packed: p}, true
 }
 
 // load fetches rev, and renders it unless a render of the same content key
@@ -172,11 +206,17 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	path := src.CleanPath()
 	rkey := renderKey(rev.URL, ck, pathKey(path, s), s)
 	c.mu.Lock()
-	r, hit := c.renders.get(rkey)
+	p, hit := c.renders.get(rkey)
 	if hit {
 		c.contents.add(key, ck, 0)
 	}
 	c.mu.Unlock()
+	var r *render.Rendered
+	if hit {
+		if r, err = p.expand(); err != nil {
+			hit = false // rendered again below
+		}
+	}
 	if !hit {
 		only := "."
 		if strings.HasPrefix(ck, "tree:") {
@@ -185,12 +225,18 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 		if r, err = c.render(ctx, src, rev, path, only, s); err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		c.renders.add(rkey, r, renderedSize(r))
-		c.contents.add(key, ck, 0)
-		c.mu.Unlock()
+		// A render that cannot be packed (it always can: it came from
+		// JSON) is not cached.
+		if p, err = pack(r); err == nil {
+			c.mu.Lock()
+			c.renders.add(rkey, p, p.size())
+			c.contents.add(key, ck, 0)
+			c.mu.Unlock()
+		} else {
+			p = nil
+		}
 	}
-	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck}, nil
+	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck, packed: p}, nil
 }
 
 func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path, only string, s render.Settings) (*render.Rendered, error) {
@@ -212,7 +258,7 @@ func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, pa
 func (c *Cache) remember(src git.Source, a *Artifact) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.last[sourceKey(src)] = a
+	c.last[sourceKey(src)] = a.kept()
 }
 
 func keyOf(url, id, path string) string { return url + "\x00" + id + "\x00" + path }
@@ -247,15 +293,4 @@ func lastField(key string) string {
 
 func sourceKey(src git.Source) string {
 	return src.Key()
-}
-
-// renderedSize approximates the memory a render holds by its JSON size.
-func renderedSize(r *render.Rendered) int64 {
-	n := int64(len(r.Digest))
-	for _, o := range r.Objects {
-		if b, err := json.Marshal(o.Object); err == nil {
-			n += int64(len(b))
-		}
-	}
-	return n
 }

@@ -186,8 +186,10 @@ func TestCacheUnchangedHeadCostsNoFetch(t *testing.T) {
 	if want := [3]int64{1, 0, 1}; got != want {
 		t.Errorf("second Get: [info/refs, upload-pack, renders] = %v, want %v", got, want)
 	}
-	if first.Rendered != second.Rendered {
-		t.Error("second Get did not return the cached render")
+	// The cache keeps renders packed: each Get gets its own copy of the
+	// same objects.
+	if d := cmp.Diff(first.Rendered, second.Rendered); d != "" || first.Rendered == second.Rendered {
+		t.Errorf("second Get did not return a copy of the cached render (-first +second):\n%s", d)
 	}
 }
 
