@@ -23,7 +23,7 @@ func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (git.S
 		URL:    spec.URL,
 		Path:   spec.Path,
 		Ref:    git.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit},
-		Egress: &r.opts.Egress,
+		Egress: r.gitEgress, // hostlimit.go
 	}
 	if err := src.Validate(); err != nil {
 		return src, stalled(v1.ReasonInvalidSpec, err)

@@ -3,25 +3,34 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
+	"net"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-
-	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/internal/egress"
 )
 
-// hostLimit bounds the requests open to one Git host at once. A slot is
-// held for the whole request, so a host that accepts connections and then
-// hangs holds at most n of them, each until the Fetcher's timeout.
+// gitEgress returns the dialer the agent's Git traffic (ls-remotes and
+// fetches, http(s) and ssh) leaves through: d, with at most n connections
+// open to one address at once (n <= 0: no limit). A host that accepts
+// connections and then hangs holds at most n of them, each until the
+// request's timeout, and the agent's GitSyncs together never open more
+// than n to one host however many workers ask.
+func gitEgress(d egress.Dialer, n int) *egress.Dialer {
+	d.Dial = newHostLimit(n).dial(d.Dial)
+	return &d
+}
+
+// hostLimit bounds the connections open to one address at once. A slot is
+// taken before dialing and given back when the connection is closed (an
+// idle keep-alive connection keeps its slot; the HTTP transport reuses it).
 type hostLimit struct {
 	n     int // <= 0: no limit
 	mu    sync.Mutex
 	hosts map[string]*hostSlots
 }
 
-// hostSlots is one host's semaphore and how many callers hold or wait for
-// it, so an idle host's entry is dropped.
+// hostSlots is one address's semaphore and how many callers hold or wait
+// for it, so an idle address's entry is dropped.
 type hostSlots struct {
 	sem   chan struct{}
 	users int
@@ -31,18 +40,49 @@ func newHostLimit(n int) *hostLimit {
 	return &hostLimit{n: n, hosts: map[string]*hostSlots{}}
 }
 
-// acquire waits for a slot of rawURL's host and returns its release; it
-// fails only when ctx ends first.
-func (h *hostLimit) acquire(ctx context.Context, rawURL string) (func(), error) {
-	if h.n <= 0 {
-		return func() {}, nil
+// dial wraps next (nil: a net.Dialer) with the limit.
+func (h *hostLimit) dial(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if next == nil {
+		next = (&net.Dialer{}).DialContext
 	}
-	host := hostOf(rawURL)
+	if h.n <= 0 {
+		return next
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		release, err := h.acquire(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		return &slotConn{Conn: conn, release: release}, nil
+	}
+}
+
+// slotConn gives its slot back once it is closed.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// acquire waits for a slot of addr and returns its release; it fails only
+// when ctx ends first.
+func (h *hostLimit) acquire(ctx context.Context, addr string) (func(), error) {
 	h.mu.Lock()
-	s, ok := h.hosts[host]
+	s, ok := h.hosts[addr]
 	if !ok {
 		s = &hostSlots{sem: make(chan struct{}, h.n)}
-		h.hosts[host] = s
+		h.hosts[addr] = s
 	}
 	s.users++
 	h.mu.Unlock()
@@ -50,7 +90,7 @@ func (h *hostLimit) acquire(ctx context.Context, rawURL string) (func(), error) 
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if s.users--; s.users == 0 {
-			delete(h.hosts, host)
+			delete(h.hosts, addr)
 		}
 	}
 	select {
@@ -58,19 +98,6 @@ func (h *hostLimit) acquire(ctx context.Context, rawURL string) (func(), error) 
 		return func() { <-s.sem; leave() }, nil
 	case <-ctx.Done():
 		leave()
-		return nil, fmt.Errorf("waiting for a connection slot to %s: %w", git.RedactURL(host), ctx.Err())
+		return nil, fmt.Errorf("waiting for a connection slot to %s: %w", addr, ctx.Err())
 	}
-}
-
-// hostOf names the host a Git URL connects to: scheme, host and port
-// (scp-style URLs are ssh). A URL that does not parse is its own host.
-func hostOf(rawURL string) string {
-	ep, err := transport.NewEndpoint(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	if ep.Protocol == "file" {
-		return "file://" + ep.Path // each local repository is its own "host"
-	}
-	return fmt.Sprintf("%s://%s:%d", ep.Protocol, strings.ToLower(ep.Host), ep.Port)
 }

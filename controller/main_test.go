@@ -140,6 +140,8 @@ type agentOptions struct {
 	// concurrent is --concurrent (Options.MaxConcurrentReconciles); 0 keeps
 	// the default.
 	concurrent int
+	// limits, when set, replaces Options.Limits (retries, Git hosts).
+	limits *controller.Limits
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -197,6 +199,9 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	opts.AllowLocalSources = o.allowLocalSources
 	if o.concurrent > 0 {
 		opts.MaxConcurrentReconciles = o.concurrent
+	}
+	if o.limits != nil {
+		opts.Limits = *o.limits
 	}
 	if !o.strictEgress {
 		opts.AllowLocalSources = true

@@ -27,11 +27,11 @@ type Limits struct {
 	// RetryJitter is the largest fraction added at random to a retry's
 	// delay, so GitSyncs that failed together do not retry together.
 	RetryJitter float64
-	// GitHostConcurrency is how many ls-remotes may be open to one Git host
-	// (scheme, host and port) at once; others wait for a slot. It bounds what
-	// a dead or slow host costs (connections held until the fetch timeout)
-	// and what the agent's GitSyncs can send to one host. <= 0 means no
-	// limit.
+	// GitHostConcurrency is how many connections the agent's Git traffic
+	// (ls-remotes and fetches) may hold open to one host address at once;
+	// more wait for one to close (hostlimit.go). It bounds what a dead or
+	// hanging host costs (connections held until the request's timeout)
+	// and what all GitSyncs together send to one host. <= 0: no limit.
 	GitHostConcurrency int
 	// ResolveShareFor is how long one ls-remote's answer serves other
 	// GitSyncs following the same URL and ref with the same credentials
@@ -41,9 +41,8 @@ type Limits struct {
 }
 
 // DefaultLimits retries at most 10 GitSyncs per second after a burst of
-// 100, with up to 20 % jitter; 4 ls-remotes per Git host at once (the
-// default --concurrent, so a single host is never what holds workers
-// back); answers shared for 2 seconds.
+// 100, with up to 20 % jitter; 4 connections per Git host address at once
+// (the default --concurrent); answers shared for 2 seconds.
 func DefaultLimits() Limits {
 	return Limits{RetryQPS: 10, RetryBurst: 100, RetryJitter: 0.2, GitHostConcurrency: 4, ResolveShareFor: 2 * time.Second}
 }

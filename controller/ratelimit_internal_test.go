@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -48,41 +49,45 @@ func TestBackoffGlobalBucket(t *testing.T) {
 	}
 }
 
-// TestHostLimit: at most n requests to one host at once; another host is
-// not held back by it; a caller that gives up waiting gets an error and
-// takes no slot.
+// TestHostLimit: at most n connections to one address at once; another
+// address is not held back by it; a caller that gives up waiting gets an
+// error and takes no slot; a closed connection gives its slot back.
 //
-// Checked by making acquire return at once: the third acquire succeeds.
+// Checked by making acquire return at once: the third dial succeeds.
 func TestHostLimit(t *testing.T) {
 	h := newHostLimit(2)
+	dial := h.dial(func(context.Context, string, string) (net.Conn, error) {
+		c, _ := net.Pipe()
+		return c, nil
+	})
 	ctx := context.Background()
-	r1, err1 := h.acquire(ctx, "https://git.example.com/a.git")
-	r2, err2 := h.acquire(ctx, "https://git.example.com:443/b.git")
+	c1, err1 := dial(ctx, "tcp", "10.0.0.1:443")
+	c2, err2 := dial(ctx, "tcp", "10.0.0.1:443")
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := h.acquire(gone, "https://GIT.example.com/c.git"); err == nil {
-		t.Fatal("a third request to a host with 2 slots taken got a slot")
+	if _, err := dial(gone, "tcp", "10.0.0.1:443"); err == nil {
+		t.Fatal("a third connection to an address with 2 open was dialed")
 	}
-	r3, err := h.acquire(gone, "ssh://git@git.example.com/a.git") // another port and scheme
+	c3, err := dial(ctx, "tcp", "10.0.0.1:22") // another port
 	if err != nil {
-		// gone is cancelled; with a free slot select may still pick either.
-		r3, err = h.acquire(ctx, "ssh://git@git.example.com/a.git")
+		t.Fatalf("another address was held back: %v", err)
 	}
+	c3.Close()
+	c1.Close()
+	c1.Close() // a second Close gives nothing back twice
+	c4, err := dial(ctx, "tcp", "10.0.0.1:443")
 	if err != nil {
-		t.Fatalf("another host was held back: %v", err)
+		t.Fatalf("a closed connection's slot was not reusable: %v", err)
 	}
-	r3()
-	r1()
-	r4, err := h.acquire(ctx, "https://git.example.com/d.git")
-	if err != nil {
-		t.Fatalf("a released slot was not reusable: %v", err)
+	if _, err := dial(gone, "tcp", "10.0.0.1:443"); err == nil {
+		t.Fatal("a double Close freed two slots")
 	}
-	r4()
-	r2()
+	c4.Close()
+	c2.Close()
 	if len(h.hosts) != 0 {
-		t.Errorf("idle hosts kept: %v", h.hosts)
+		t.Errorf("idle addresses kept: %v", h.hosts)
 	}
 }

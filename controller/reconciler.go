@@ -23,6 +23,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -46,7 +47,8 @@ type GitSyncReconciler struct {
 	secrets   *secretWatch
 	// configMaps serves the ConfigMaps of spec.substituteFrom (substitute.go).
 	configMaps *secretWatch
-	resolver   *resolver // resolve.go
+	resolver   *resolver      // resolve.go
+	gitEgress  *egress.Dialer // Git traffic, limited per host (hostlimit.go)
 	triggers   chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (informers.go).
@@ -81,6 +83,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		runCtx:    context.Background(),
 	}
 	r.resolver = newResolver(opts.Fetcher, opts.Limits, r.clock, r.baseContext)
+	r.gitEgress = gitEgress(opts.Egress, opts.Limits.GitHostConcurrency)
 	r.targets = &targets{
 		local: newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), opts.QPS, opts.Burst),
 		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,

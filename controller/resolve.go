@@ -28,7 +28,6 @@ import (
 // private repository cannot learn its refs through another tenant's resolve.
 type resolver struct {
 	fetcher  *git.Fetcher
-	hosts    *hostLimit
 	shareFor time.Duration
 	clock    clock.PassiveClock
 	// base is the context flights run in: one caller's end (its reconcile
@@ -53,7 +52,7 @@ type flight struct {
 }
 
 func newResolver(f *git.Fetcher, l Limits, clk clock.PassiveClock, base func() context.Context) *resolver {
-	return &resolver{fetcher: f, hosts: newHostLimit(l.GitHostConcurrency), shareFor: l.ResolveShareFor,
+	return &resolver{fetcher: f, shareFor: l.ResolveShareFor,
 		clock: clk, base: base, flights: map[string]*flight{}}
 }
 
@@ -99,16 +98,11 @@ func (r *resolver) leave(key string, f *flight) {
 	}
 }
 
-// run does f's ls-remote within src's host's connection limit.
+// run does f's ls-remote (src's Egress limits its connections per host:
+// hostlimit.go).
 func (r *resolver) run(f *flight, src git.Source) {
 	defer close(f.done)
 	defer f.cancel()
-	release, err := r.hosts.acquire(f.ctx, src.URL)
-	if err != nil {
-		f.err = err
-		return
-	}
-	defer release()
 	f.rev, f.err = r.fetcher.Resolve(f.ctx, src)
 }
 

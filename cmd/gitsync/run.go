@@ -148,7 +148,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	o.Limits = controller.DefaultLimits()
 	fs.Float64Var(&o.Limits.RetryQPS, "retry-qps", o.Limits.RetryQPS, "Retries per second after failures, all GitSyncs together (a token bucket on top of each GitSync's exponential backoff); 0 disables the bucket.")
 	fs.IntVar(&o.Limits.RetryBurst, "retry-burst", o.Limits.RetryBurst, "Burst of the retry bucket (--retry-qps).")
-	fs.IntVar(&o.Limits.GitHostConcurrency, "git-host-concurrency", o.Limits.GitHostConcurrency, "Requests to one Git host (scheme, host and port) open at once; 0 means no limit.")
+	fs.IntVar(&o.Limits.GitHostConcurrency, "git-host-concurrency", o.Limits.GitHostConcurrency, "Connections the agent's Git traffic (ls-remotes, fetches) may hold open to one host address at once; 0 means no limit.")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
