@@ -74,7 +74,9 @@ func TestDependsOnWaitsForDependency(t *testing.T) {
 	}
 
 	markAvailable(t, c, ns, "db")
+	marked := time.Now()
 	waitCondition(t, c, appKey, v1.ConditionReady, metav1.ConditionTrue, nil)
+	t.Logf("dependent Ready %s after its dependency's Deployment became available (a figure, not asserted)", time.Since(marked).Round(time.Millisecond))
 	if _, err := getCM(t, c, ns, "app"); err != nil {
 		t.Fatalf("ConfigMap app after db turned Ready: %v", err)
 	}
@@ -139,7 +141,7 @@ func inWave(manifest, wave string) string {
 func TestWavesWaitForHealth(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
-	startAgent(t, agentOptions{namespace: ns})
+	a := startAgent(t, agentOptions{namespace: ns})
 	ctx := context.Background()
 	r := newRepo(t)
 	r.commit(map[string]string{"deploy/old.yaml": configMap("old", "1")})
@@ -166,9 +168,14 @@ func TestWavesWaitForHealth(t *testing.T) {
 	if _, err := getCM(t, c, ns, "old"); err != nil {
 		t.Fatalf("ConfigMap old pruned before the last wave applied: %v", err)
 	}
+	if n := a.applied(t, "", "ConfigMap"); n != 0 {
+		t.Errorf("gitsync_applied_objects_total{action=\"\"} = %v for the held ConfigMap, want no such series", n)
+	}
 
 	markAvailable(t, c, ns, "web")
+	marked := time.Now()
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	t.Logf("wave 1 applied and Ready %s after wave 0 became available (a figure, not asserted)", time.Since(marked).Round(time.Millisecond))
 	if _, err := getCM(t, c, ns, "after"); err != nil {
 		t.Fatalf("ConfigMap of wave 1 after wave 0 became ready: %v", err)
 	}
