@@ -25,6 +25,8 @@ type ApplyOptions struct {
 	Source SourceOptions
 	Target TargetOptions
 	Prune  PruneFlags
+	// Prepare substitutes variables and decrypts SOPS files as a GitSync would.
+	Prepare PrepareFlags
 	// Name is the sync whose inventory records what was applied (and, with
 	// Prune, what may be pruned) and whose owner labels the objects get;
 	// empty means no inventory, and objects keep the owner labels they carry.
@@ -92,6 +94,7 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
 	o.Source.AddFlags(cmd.Flags())
+	o.Prepare.AddFlags(cmd.Flags()) // prepare_flags.go
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync: stamps owner labels and records the inventory used by --prune.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Take fields owned by other managers and recreate objects whose immutable fields changed.")
@@ -124,7 +127,7 @@ func (o *ApplyOptions) Complete(args []string) error {
 // Run renders, applies, prunes and waits, printing one line per object and a
 // summary. The error carries the exit status.
 func (o *ApplyOptions) Run(ctx context.Context) error {
-	desired, err := o.Source.Render(ctx)
+	desired, err := o.Prepare.render(ctx, &o.Source)
 	if err != nil {
 		return withExitCode(exitError, err)
 	}

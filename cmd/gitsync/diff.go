@@ -20,6 +20,8 @@ type DiffOptions struct {
 	Source SourceOptions
 	Target TargetOptions
 	Prune  PruneFlags
+	// Prepare substitutes variables and decrypts SOPS files as a GitSync would.
+	Prepare PrepareFlags
 	// Name selects the sync whose inventory previews prunes and whose owner
 	// labels the objects carry; empty means no prunes are shown and objects
 	// keep whatever owner labels they carry (as apply without --name does).
@@ -93,6 +95,7 @@ would fail).`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
 	o.Source.AddFlags(cmd.Flags())
+	o.Prepare.AddFlags(cmd.Flags()) // prepare_flags.go
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync whose inventory (from \"gitsync apply --name\") previews prunes.")
 	cmd.Flags().StringVar(&o.GitSync, "gitsync", "", "Preview what the agent would do for the GitSync NAMESPACE/NAME: its path, targetNamespace, ServiceAccount and prunes; DIR is a checkout of its repository (default: its source at its spec).")
@@ -142,7 +145,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		}
 		return o.watch(ctx, tgt)
 	}
-	desired, err := o.Source.Render(ctx) // before connecting: a broken manifest needs no cluster to be reported
+	desired, err := o.Prepare.render(ctx, &o.Source) // before connecting: a broken manifest needs no cluster to be reported
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
@@ -155,7 +158,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 
 // runOnce does one render, diff and print.
 func (o *DiffOptions) runOnce(ctx context.Context, tgt *Target) error {
-	desired, err := o.Source.Render(ctx)
+	desired, err := o.Prepare.render(ctx, &o.Source)
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
@@ -283,6 +286,7 @@ func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffReq
 	for _, e := range cs.Entries {
 		rep.Entries = append(rep.Entries, diffEntryOf(e))
 	}
+	rep.mask(desired.Hidden) // prepare_flags.go
 	if req.Name == "" || !req.PreviewPrune {
 		return rep, nil
 	}

@@ -169,7 +169,7 @@ func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
 	}
-	return &Desired{Objects: r.Objects, Revision: o.Dir}, nil
+	return &Desired{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
 }
 
 // renderRemote fetches the GitSync's repository (or --url) at its ref (or

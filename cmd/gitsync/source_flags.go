@@ -12,6 +12,7 @@ import (
 
 	sourcegit "gitsync.dev/gitsync/source/git"
 	sourcerender "gitsync.dev/gitsync/source/render"
+	"gitsync.dev/gitsync/source/sops"
 )
 
 // SourceOptions select the manifests: a local directory, read as it is on
@@ -183,6 +184,11 @@ type Desired struct {
 	// Revision says what was read: "main@sha1:<commit>" for a remote, the
 	// directory for a local source.
 	Revision string
+	// SOPS finds the SOPS files the render read (prepare_flags.go).
+	SOPS sops.Files
+	// Hidden are values substituted from secret files or decrypted: masked
+	// in every diff (prepare_flags.go).
+	Hidden []string
 }
 
 // Render reads the source and renders it with the engine's renderer.
@@ -222,7 +228,7 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", o.Dir, err)
 	}
-	return &Desired{Objects: r.Objects, Revision: o.Dir}, nil
+	return &Desired{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
 }
 
 // realDir is the absolute, symlink-free path of the directory d.
@@ -339,7 +345,7 @@ func (o *SourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 	if err != nil {
 		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
 	}
-	return &Desired{Objects: r.Objects, Revision: rev.String()}, nil
+	return &Desired{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
 }
 
 // withCredentialsHint says how to give the CLI credentials when a remote

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"filippo.io/age"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/source/sops"
+	"gitsync.dev/gitsync/source/substitute"
+)
+
+// PrepareFlags are the CLI's counterparts of a GitSync's spec.substitute,
+// spec.substituteFrom and spec.decryption, applied to the render the same
+// way the agent applies them (substitution, then SOPS decryption).
+type PrepareFlags struct {
+	// Substitute are NAME=VALUE variables; they win over the files.
+	Substitute []string
+	// SubstituteFiles hold NAME=VALUE lines (# comments); later files win.
+	// Their values are treated as a Secret's: masked in diffs.
+	SubstituteFiles []string
+	// Strict fails on a variable without value and default.
+	Strict bool
+	// AgeKeyFiles hold age identities for SOPS files; default
+	// $SOPS_AGE_KEY_FILE, as the sops CLI reads.
+	AgeKeyFiles []string
+}
+
+// AddFlags registers the substitution and decryption flags.
+func (f *PrepareFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.Substitute, "substitute", nil, "Variable NAME=VALUE for ${NAME} in manifests, as spec.substitute (repeatable; wins over --substitute-from-file).")
+	fs.StringArrayVar(&f.SubstituteFiles, "substitute-from-file", nil, "File of NAME=VALUE lines, as a Secret in spec.substituteFrom: its values are masked in diffs (repeatable, later wins).")
+	fs.BoolVar(&f.Strict, "substitute-strict", true, "Fail on a ${NAME} without value and default (false: replace it with nothing), as spec.substituteStrict.")
+	fs.StringArrayVar(&f.AgeKeyFiles, "age-key-file", nil, "File of age identities (AGE-SECRET-KEY-1...) to decrypt SOPS files, as spec.decryption (repeatable; default $SOPS_AGE_KEY_FILE).")
+}
+
+// variables reads the variables of the flags; used reports whether any
+// substitution flag was given (without one, nothing is substituted, as for
+// a GitSync without spec.substitute).
+func (f *PrepareFlags) variables() (vars substitute.Variables, used bool, err error) {
+	for _, file := range f.SubstituteFiles {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return vars, true, fmt.Errorf("--substitute-from-file: %w", err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			name, value, ok := strings.Cut(line, "=")
+			if !ok || !substitute.ValidName(name) {
+				return vars, true, fmt.Errorf("--substitute-from-file %s line %d: want NAME=VALUE with NAME like [_a-zA-Z][_a-zA-Z0-9]*", file, n)
+			}
+			vars.Set(name, value, true)
+		}
+	}
+	for _, kv := range f.Substitute {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !substitute.ValidName(name) {
+			return vars, true, fmt.Errorf("--substitute %q: want NAME=VALUE with NAME like [_a-zA-Z][_a-zA-Z0-9]*", name)
+		}
+		vars.Set(name, value, false)
+	}
+	return vars, len(f.Substitute)+len(f.SubstituteFiles) > 0, nil
+}
+
+// keys reads the age identities of --age-key-file (or $SOPS_AGE_KEY_FILE).
+func (f *PrepareFlags) keys() ([]age.Identity, error) {
+	files := f.AgeKeyFiles
+	if len(files) == 0 {
+		if env := os.Getenv("SOPS_AGE_KEY_FILE"); env != "" {
+			files = []string{env}
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("pass --age-key-file (or set SOPS_AGE_KEY_FILE) to decrypt it; it is never applied encrypted")
+	}
+	var ids []age.Identity
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--age-key-file: %w", err)
+		}
+		got, err := age.ParseIdentities(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("--age-key-file %s does not hold age identities (AGE-SECRET-KEY-1...)", file)
+		}
+		ids = append(ids, got...)
+	}
+	return ids, nil
+}
+
+// prepare substitutes and decrypts objs (copies; objs is not changed) and
+// returns the values to mask in any output.
+func (f *PrepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, []string, error) {
+	vars, used, err := f.variables()
+	if err != nil {
+		return nil, nil, err
+	}
+	if used {
+		res, err := substitute.Objects(objs, vars, substitute.Options{Strict: f.Strict})
+		if err != nil {
+			return nil, nil, err
+		}
+		objs = res.Objects
+	}
+	objs, decrypted, err := sops.Objects(objs, files, f.keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	return objs, slices.Concat(vars.SensitiveValues(), decrypted), nil
+}
+
+// maskValues replaces each of values (4 bytes or more, longest first) in s
+// by diff.MaskValue, as the agent does in its messages.
+func maskValues(s string, values []string) string {
+	vs := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return len(v) < 4 })
+	slices.SortFunc(vs, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range vs {
+		s = strings.ReplaceAll(s, v, diff.MaskValue)
+	}
+	return s
+}
+
+// render renders src and substitutes and decrypts the result.
+func (f *PrepareFlags) render(ctx context.Context, src *SourceOptions) (*Desired, error) {
+	desired, err := src.Render(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, hidden, err := f.prepare(desired.Objects, desired.SOPS)
+	if err != nil {
+		return nil, err
+	}
+	desired.Objects, desired.Hidden = objs, hidden
+	return desired, nil
+}
+
+// mask replaces hidden values in the report's diffs and reasons.
+func (r *diffReport) mask(hidden []string) {
+	if len(hidden) == 0 {
+		return
+	}
+	for i := range r.Entries {
+		r.Entries[i].Diff = maskValues(r.Entries[i].Diff, hidden)
+		r.Entries[i].Reason = maskValues(r.Entries[i].Reason, hidden)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+
+	"gitsync.dev/gitsync/source/sops/sopstest"
+)
+
+// TestSubstituteAndDecryptFlags: diff and apply substitute --substitute and
+// --substitute-from-file values and decrypt SOPS files with --age-key-file,
+// as a GitSync would; the diff of a ConfigMap shows *** for the value that
+// came from the file (a Secret's stand-in) and for the decrypted value.
+// Without --age-key-file the encrypted file is refused, naming it.
+//
+// Checked: with diffReport.mask a no-op, both values appear in the diff.
+func TestSubstituteAndDecryptFlags(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token, password = "tok-93c1-decrypted", "pw-5d2e-from-file"
+	enc, err := sopstest.Encrypt([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\ndata:\n  env: ${ENV}\n  token: "+token+"\n"),
+		sopstest.Options{EncryptedRegex: "^token$"}, id.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, keys := t.TempDir(), t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"api.enc.yaml": string(enc),
+		"app.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  env: \"${ENV}\"\n  db: \"${DB_PASSWORD}\"\n",
+	})
+	keyFile, varsFile := filepath.Join(keys, "key.agekey"), filepath.Join(keys, "vars.env")
+	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(varsFile, []byte("# secrets\nDB_PASSWORD="+password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := gitsyncIn(t, ns, "diff", dir, "--substitute", "ENV=prod", "--substitute-from-file", varsFile)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "api.enc.yaml") || !strings.Contains(r.stderr, "--age-key-file") {
+		t.Errorf("without a key: want a refusal naming the file and --age-key-file\n%s", r)
+	}
+
+	flags := []string{"--substitute-from-file", varsFile, "--age-key-file", keyFile}
+	wantCode(t, gitsyncIn(t, ns, append([]string{"apply", dir, "--substitute", "ENV=prod"}, flags...)...), 0)
+	// Another ENV: both objects change, their unchanged hidden values are
+	// context lines of the diff.
+	r = gitsyncIn(t, ns, append([]string{"diff", dir, "--substitute", "ENV=staging"}, flags...)...)
+	wantCode(t, r, 1)
+	for _, want := range []string{"+  env: staging", "db: ***", "token: ***"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("diff lacks %q\n%s", want, r)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, token) || strings.Contains(r.stdout+r.stderr, password) {
+		t.Errorf("a hidden value is shown\n%s", r)
+	}
+	wantCode(t, gitsyncIn(t, ns, append([]string{"diff", dir, "--substitute", "ENV=prod"}, flags...)...), 0)
+}
