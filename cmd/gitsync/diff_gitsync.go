@@ -235,6 +235,7 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffRepor
 	for _, e := range cs.Entries {
 		rep.Entries = append(rep.Entries, diffEntryOf(e))
 	}
+	rep.mask(desired.Hidden) // prepare_flags.go
 	if !gs.Spec.Prune {
 		return rep, nil
 	}
@@ -285,6 +286,9 @@ func (o *DiffOptions) runGitSync(ctx context.Context) error {
 		return withExitCode(exitError, err)
 	}
 	desired, err := p.render(ctx, user, &o.Source)
+	if err == nil { // the flags stand in for the GitSync's variables and key (prepare_flags.go)
+		desired.Objects, desired.Hidden, err = o.Prepare.prepare(desired.Objects, desired.SOPS)
+	}
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
