@@ -362,12 +362,12 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 		return nil
 	}
 	ropts := webhook.DefaultOptions()
-	ropts.Lookup = controller.WebhookLookup(mgr.GetCache(), mgr.GetAPIReader(), controller.DefaultWebhookLookupOptions())
-	ropts.Observe = rec.WebhookObserver() // metrics, and events on GitSyncs whose secret did not verify
+	ropts.Lookup = rec.WebhookLookup(mgr.GetCache(), controller.DefaultWebhookLookupOptions()) // from the Secret watch
+	ropts.Observe = rec.WebhookObserver()                                                      // metrics, and events on GitSyncs whose secret did not verify
 	// A replica that is not leading forwards through a Trigger, so a burst
 	// of pushes becomes one annotation patch per GitSync, not one per event.
 	forward := webhook.NewTrigger()
-	ropts.Enqueue = func(key string) {
+	ropts.EnqueueAt = func(key string, at time.Time) { // at: all keys of one push share one ls-remote
 		nn, ok := controller.ParseKey(key)
 		if !ok {
 			return
@@ -375,7 +375,7 @@ func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReco
 		select {
 		case <-mgr.Elected():
 			if rec.Owns(key) { // else another replica's share: forward
-				rec.Trigger(nn)
+				rec.TriggerAt(nn, at)
 				return
 			}
 			forward.Enqueue(key)

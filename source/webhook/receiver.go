@@ -29,6 +29,11 @@ type Options struct {
 	// waiting (a workqueue or a Trigger does), so a burst of pushes becomes
 	// one fetch.
 	Enqueue func(key string)
+	// EnqueueAt, when set, is called instead of Enqueue, with the time the
+	// delivery was read: every key of one delivery gets the same time, so a
+	// consumer can share work asked after it (the agent's one ls-remote per
+	// push for all the GitSyncs of a repository).
+	EnqueueAt func(key string, at time.Time)
 	// MaxBodyBytes caps a request body before it is parsed; larger is 413.
 	MaxBodyBytes int64
 	// ReplayWindow is how far the generic receiver's X-Timestamp may be from
@@ -94,7 +99,7 @@ var _ http.Handler = (*Receiver)(nil)
 // NewReceiver validates opts, fills unset caps from DefaultOptions and
 // returns the handler.
 func NewReceiver(opts Options) (*Receiver, error) {
-	if opts.Lookup == nil || opts.Enqueue == nil {
+	if opts.Lookup == nil || opts.Enqueue == nil && opts.EnqueueAt == nil {
 		return nil, errors.New("webhook receiver create failed: Lookup and Enqueue are required")
 	}
 	d := DefaultOptions()
@@ -220,6 +225,7 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, i
 // secret verifies, and, unless the delivery was seen before, enqueues those
 // whose branch matches. The caller answers 202 whatever it finds.
 func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Header, body []byte, ev pushEvent, d *Delivery) {
+	received := r.opts.Clock.Now() // after the push the payload announces
 	targets := r.lookup(ctx, ev.RepoURLs)
 	if len(targets) == 0 {
 		p.Verify(h, body, r.decoy) // as much work as a wrong signature
@@ -251,7 +257,11 @@ func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Heade
 	}
 	d.Result = ResultAccepted
 	for _, t := range verified {
-		if branchMatches(t.Branch, ev.Refs) {
+		switch {
+		case !branchMatches(t.Branch, ev.Refs):
+		case r.opts.EnqueueAt != nil:
+			r.opts.EnqueueAt(t.Key, received)
+		default:
 			r.opts.Enqueue(t.Key)
 		}
 	}
