@@ -70,7 +70,9 @@ func TestDeadGitHostRetriesBounded(t *testing.T) {
 	bound := func() int { return n + l.RetryBurst + int(l.RetryQPS*time.Since(start).Seconds()) + 1 }
 	// Watch retries arrive for a while: 20 beyond the first asks.
 	host.WaitFor(t, "20 retries", func(accepted, _, _ int) bool { return accepted >= n+20 || accepted > bound() })
-	if accepted, _, _ := host.Counts(); accepted > bound() {
+	accepted, _, _ := host.Counts()
+	t.Logf("%d connections in %v (bound %d)", accepted, time.Since(start).Round(time.Second), bound())
+	if accepted > bound() {
 		t.Errorf("the dead host accepted %d connections in %v, want at most %d (%d first asks + burst %d + %.0f/s)",
 			accepted, time.Since(start).Round(time.Second), bound(), n, l.RetryBurst, l.RetryQPS)
 	}
