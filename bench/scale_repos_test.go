@@ -3,10 +3,11 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gitsync.dev/gitsync/internal/gittest"
 )
 
 // scaleRepo is one bare Git repository of the scale benchmark, served to the
@@ -22,26 +23,18 @@ func makeScaleRepos(b *testing.B, dir string, n, objects int) []scaleRepo {
 	repos := make([]scaleRepo, n)
 	for i := range repos {
 		path := filepath.Join(dir, fmt.Sprintf("repo-%03d.git", i))
-		runGit(b, "", nil, "init", "-q", "--bare", "-b", "main", path)
-		runGit(b, path, fastImportStream(i, objects), "fast-import", "--quiet")
-		repos[i] = scaleRepo{url: "file://" + path, commit: runGit(b, path, nil, "rev-parse", "main")}
+		gittest.NewBare(b, path)
+		repo := gittest.OpenRepo(b, path)
+		repo.GitInput(fastImportStream(i, objects), "fast-import", "--quiet")
+		repos[i] = scaleRepo{url: "file://" + path, commit: repo.Git("rev-parse", "main")}
 	}
 	return repos
 }
 
+// runGit runs git in dir (internal/gittest's driver), with stdin when set.
 func runGit(b *testing.B, dir string, stdin []byte, args ...string) string {
 	b.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.OpenRepo(b, dir).GitInput(stdin, args...)
 }
 
 // fastImportStream is a git fast-import stream of one commit with the

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -21,20 +22,25 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // less memory. On an *unstructured.Unstructured it
 //   - keeps only the managedFields entries of gitsync's field manager
 //     (inventory.FieldManager), which the diff's local in-sync decision
-//     reads; other managers' entries never decide a verdict (the dry-run
-//     compares values and gitsync's own field set, and a field someone else
-//     took over is missing from gitsync's entry);
+//     reads, without their timestamps (the diff's memo ignores them too);
+//     other managers' entries never decide a verdict (the dry-run compares
+//     values and gitsync's own field set, and a field someone else took
+//     over is missing from gitsync's entry);
 //   - drops the last-applied-configuration annotation unless gitsync's own
 //     entry owns it (the diff then leaves it out of its comparison, as an
 //     apply that does not declare it never changes it);
-//   - shares one empty map for every leaf of gitsync's FieldsV1 and one
-//     copy of each short repeated string (map keys, labels, managedFields
-//     names), up to internMax distinct strings.
+//   - shares one copy of equal managedFields lists and of equal label maps
+//     between objects (objects of one template and one GitSync have the
+//     same), one empty map for every leaf of a FieldsV1 set, and one copy
+//     of each short repeated string (map keys, label values, managedFields
+//     names), each table bounded.
 //
 // Readers must treat cached objects as read-only, as they already must
-// (the cache hands out deep copies). Any other object (GitSyncs, typed
-// objects, tombstones) is returned as it is. Applying it twice gives the
-// same result, as informers may.
+// (the cache hands out deep copies; event handlers only read). Any other
+// object (GitSyncs, typed objects, tombstones) is returned as it is. It is
+// meant for objects fresh from the apiserver, which is what informers pass
+// (never the objects already in their store); on its own output it changes
+// nothing.
 func CompactLive(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -46,23 +52,35 @@ func CompactLive(obj any) (any, error) {
 	}
 	ownsLastApplied := false
 	if entries, ok := meta["managedFields"].([]any); ok {
-		kept := entries[:0:0]
+		var kept []any
 		for _, e := range entries {
 			entry, _ := e.(map[string]any)
 			if entry == nil || entry["manager"] != inventory.FieldManager {
 				continue
 			}
-			if fields, ok := entry["fieldsV1"].(map[string]any); ok {
-				ownsLastApplied = ownsLastApplied || ownsAnnotation(fields, lastAppliedAnnotation)
-				entry["fieldsV1"] = shareLeaves(fields)
+			slim := make(map[string]any, len(entry))
+			for k, v := range entry {
+				if k != "time" {
+					slim[intern(k)] = v
+				}
 			}
-			internKeysAndStrings(entry)
-			kept = append(kept, entry)
+			if fields, ok := slim["fieldsV1"].(map[string]any); ok {
+				ownsLastApplied = ownsLastApplied || ownsAnnotation(fields, lastAppliedAnnotation)
+			}
+			kept = append(kept, slim)
 		}
 		if len(kept) == 0 {
 			delete(meta, "managedFields")
 		} else {
-			meta["managedFields"] = kept
+			meta["managedFields"] = share(kept, func() {
+				for _, e := range kept {
+					entry := e.(map[string]any)
+					if fields, ok := entry["fieldsV1"].(map[string]any); ok {
+						entry["fieldsV1"] = shareLeaves(fields)
+					}
+					internStrings(entry)
+				}
+			})
 		}
 	}
 	if ann, ok := meta["annotations"].(map[string]any); ok && !ownsLastApplied {
@@ -72,10 +90,47 @@ func CompactLive(obj any) (any, error) {
 		}
 	}
 	if l, ok := meta["labels"].(map[string]any); ok {
-		internKeysAndStrings(l)
+		meta["labels"] = share(l, func() { internKeys(l); internStrings(l) })
 	}
 	internKeys(u.Object)
 	return u, nil
+}
+
+// Bounds of the shared-value table: how many distinct values it keeps, and
+// the largest (JSON bytes) it considers. Past them values are kept per
+// object, as without the table.
+const (
+	shareMax = 16384
+	shareLen = 2048
+)
+
+var (
+	shareTable sync.Map // JSON → canonical value
+	shareCount atomic.Int64
+)
+
+// share returns the table's copy of a value equal to v (equal JSON), or v
+// itself after compact (which slims v in place) when the table has none;
+// v then becomes the copy others share while the table has room.
+func share[T any](v T, compact func()) any {
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > shareLen {
+		compact()
+		return v
+	}
+	key := string(b)
+	if c, ok := shareTable.Load(key); ok {
+		return c
+	}
+	compact()
+	if shareCount.Load() >= shareMax {
+		return v
+	}
+	c, loaded := shareTable.LoadOrStore(key, v)
+	if !loaded {
+		shareCount.Add(1)
+	}
+	return c
 }
 
 // ownsAnnotation reports whether a FieldsV1 set holds annotation name.
@@ -107,9 +162,8 @@ func shareLeaves(m map[string]any) map[string]any {
 	return m
 }
 
-// internKeysAndStrings interns m's keys and its string values.
-func internKeysAndStrings(m map[string]any) {
-	internKeys(m)
+// internStrings interns m's string values.
+func internStrings(m map[string]any) {
 	for k, v := range m {
 		if s, ok := v.(string); ok {
 			m[k] = intern(s)

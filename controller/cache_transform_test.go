@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -76,6 +77,25 @@ func TestCompactLive(t *testing.T) {
 			t.Errorf("%s changed (-want +got):\n%s", strings.Join(f, "."), d)
 		}
 	}
+	if mf[0].Time != nil {
+		t.Errorf("gitsync's entry kept its timestamp %v", mf[0].Time)
+	}
+	// A second object of the same shape and labels shares both with the
+	// first (one copy in memory), and its values stay its own.
+	other := decodeLive(t, strings.ReplaceAll(strings.ReplaceAll(liveCM, `"name":"a"`, `"name":"b"`), `"value":"1"`, `"value":"9"`))
+	out2, _ := controller.CompactLive(other)
+	second := out2.(*unstructured.Unstructured)
+	for _, f := range []string{"labels", "managedFields"} {
+		a := reflect.ValueOf(got.Object["metadata"].(map[string]any)[f]).UnsafePointer()
+		b := reflect.ValueOf(second.Object["metadata"].(map[string]any)[f]).UnsafePointer()
+		if a != b {
+			t.Errorf("metadata.%s of two objects with equal %s is not shared", f, f)
+		}
+	}
+	if v, _, _ := unstructured.NestedString(second.Object, "data", "value"); v != "9" || second.GetName() != "b" {
+		t.Errorf("second object = %s with data.value %q, want b with 9", second.GetName(), v)
+	}
+
 	again, _ := controller.CompactLive(got.DeepCopy())
 	if d := cmp.Diff(got.Object, again.(*unstructured.Unstructured).Object); d != "" {
 		t.Errorf("second transform changed the object (-first +second):\n%s", d)

@@ -112,7 +112,7 @@ func (m *Metrics) observeApply(cs *apply.ChangeSet) {
 		return
 	}
 	for _, e := range cs.Entries {
-		if e.Action != apply.Unchanged {
+		if e.Action != apply.Unchanged && e.Action != "" { // "": not reached (a held wave, a stopped run)
 			m.applied.WithLabelValues(string(e.Action), e.ID.Kind).Inc()
 		}
 	}
