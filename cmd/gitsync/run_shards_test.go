@@ -2,7 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,12 +29,13 @@ import (
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/internal/shard"
 )
 
 // shardAgent is one `gitsync run --shards auto` process.
 type shardAgent struct {
 	*runProc
-	name, metrics string
+	name, metrics, webhook string
 }
 
 // startShardAgent starts a replica named name (its Lease name) sharing the
@@ -38,7 +43,7 @@ type shardAgent struct {
 func startShardAgent(t *testing.T, ns, name, trace string) *shardAgent {
 	t.Helper()
 	addrs := freeAddrs(t, 3)
-	a := &shardAgent{runProc: &runProc{log: &syncBuf{}, done: make(chan struct{})}, name: name, metrics: addrs[0]}
+	a := &shardAgent{runProc: &runProc{log: &syncBuf{}, done: make(chan struct{})}, name: name, metrics: addrs[0], webhook: addrs[2]}
 	a.cmd = exec.Command(bin, "run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
 		"--shards", "auto", "--leader-election-namespace", ns,
 		"--metrics-addr", addrs[0], "--health-addr", addrs[1], "--webhook-addr", addrs[2],
@@ -165,28 +170,44 @@ func testShards(t *testing.T, n int, tolerance float64) {
 	a := startShardAgent(t, ns, "gitsync-shard-agent-a", trace)
 	b := startShardAgent(t, ns, "gitsync-shard-agent-b", trace)
 	cAgent := startShardAgent(t, ns, "gitsync-shard-agent-c", trace)
+	hooked := newRunRepo(t)
+	commitFiles(t, hooked, map[string]string{"deploy/hooked.yaml": configMap("hooked", "value", "1")})
 	created := time.Now()
+	createHooked(t, c, ns, hooked)
 	createApps(t, c, ns, dir, n)
 	waitValues(t, c, ns, n, "1", commit)
+	shared := n + 1 // the GitSync "hooked" is shared too
 	t.Logf("%d GitSyncs applied by three agents in %s", n, time.Since(created).Round(100*time.Millisecond))
-	waitShares(t, "three agents", n, tolerance, a, b, cAgent)
+	waitShares(t, "three agents", shared, tolerance, a, b, cAgent)
 
 	cAgent.kill(t)
 	killed := time.Now()
+	waitShares(t, "agent c killed", shared, 2*tolerance, a, b)
+	t.Logf("c's share moved %s after the kill (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
 	commit = commitApps(t, dir, n, "2")
 	requestAll(t, c, ns, n)
-	waitShares(t, "agent c killed", n, 2*tolerance, a, b)
-	t.Logf("c's share moved %s after the kill (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
 	waitValues(t, c, ns, n, "2", commit)
-	t.Logf("all %d GitSyncs at the new commit %s after the kill", n, time.Since(killed).Round(100*time.Millisecond))
+	t.Logf("all %d app GitSyncs at the new commit %s after the kill", n, time.Since(killed).Round(100*time.Millisecond))
 
 	joined := time.Now()
 	d := startShardAgent(t, ns, "gitsync-shard-agent-d", trace)
-	waitShares(t, "agent d joined", n, tolerance, a, b, d)
+	waitShares(t, "agent d joined", shared, tolerance, a, b, d)
 	t.Logf("shares rebalanced %s after d started", time.Since(joined).Round(100*time.Millisecond))
 	commit = commitApps(t, dir, n, "3")
 	requestAll(t, c, ns, n)
 	waitValues(t, c, ns, n, "3", commit)
+
+	// A push webhook sent to a replica that does not own "hooked": it
+	// forwards, and the owner applies the commit.
+	owner := shard.Owner([]string{a.name, b.name, d.name}, ns+"/hooked")
+	to := a
+	if owner == a.name {
+		to = b
+	}
+	hookCommit := commitFiles(t, hooked, map[string]string{"deploy/hooked.yaml": configMap("hooked", "value", "2")})
+	sendPush(t, to.webhook, hooked)
+	waitApplied(t, c, client.ObjectKey{Namespace: ns, Name: "hooked"}, hookCommit)
+	t.Logf("webhook sent to %s applied by the owner %s", to.name, owner)
 
 	runs := readTrace(t, trace)
 	checkNoOverlap(t, runs)
@@ -201,6 +222,48 @@ func testShards(t *testing.T, n int, tolerance float64) {
 		t.Errorf("agent c reconciled nothing before it was killed (runs per agent: %v)", byAgent)
 	}
 	t.Logf("%d reconciles traced, per agent %v", len(runs), byAgent)
+}
+
+// createHooked creates the GitSync "hooked" on repo, which accepts GitHub
+// push webhooks signed with "s3cret".
+func createHooked(t *testing.T, c client.Client, ns, repo string) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	if err := c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	gs := &gitsyncv1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "hooked", Namespace: ns},
+		Spec: gitsyncv1.GitSyncSpec{
+			Source:   gitsyncv1.GitSource{URL: "file://" + repo, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
+			Interval: metav1.Duration{Duration: time.Hour},
+			Webhook:  &gitsyncv1.WebhookSpec{SecretRef: gitsyncv1.LocalObjectReference{Name: "hook"}},
+		},
+	}
+	longPoll(t, "create GitSync hooked", func(ctx context.Context) (bool, error) {
+		err := c.Create(ctx, gs.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), nil
+	})
+}
+
+// sendPush sends a signed GitHub push webhook for repo to addr.
+func sendPush(t *testing.T, addr, repo string) {
+	t.Helper()
+	body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, "file://"+repo))
+	mac := hmac.New(sha256.New, []byte("s3cret"))
+	mac.Write(body)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hook/github", bytes.NewReader(body))
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook answered %d, want 202", resp.StatusCode)
+	}
 }
 
 func makeNamespace(t *testing.T, c client.Client, ns string) {
@@ -341,5 +404,40 @@ func checkNoOverlap(t *testing.T, runs []tracedRun) {
 				last = r
 			}
 		}
+	}
+}
+
+// TestShardFlags: --shards auto turns leader election off unless it was
+// asked for, which is refused, as is any other value.
+func TestShardFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		wantLE  bool
+	}{
+		{args: []string{"--shards", "auto"}},
+		{args: []string{"--shards", "auto", "--leader-elect=false"}},
+		{args: []string{"--shards", "auto", "--leader-elect"}, wantErr: "exclude each other"},
+		{args: []string{"--shards", "some"}, wantErr: `want "auto"`},
+		{args: []string{"--leader-elect"}, wantLE: true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := NewRunCmd(nil)
+			if err := cmd.Flags().Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			o := &RunOptions{}
+			o.Shards, _ = cmd.Flags().GetString("shards")
+			o.LeaderElect, _ = cmd.Flags().GetBool("leader-elect")
+			err := o.shardFlags(cmd.Flags())
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr == "" && o.LeaderElect != tc.wantLE:
+				t.Errorf("leader election %v, want %v", o.LeaderElect, tc.wantLE)
+			}
+		})
 	}
 }
