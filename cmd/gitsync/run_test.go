@@ -3,10 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -166,21 +162,7 @@ func TestRunAppliesOnWebhook(t *testing.T) {
 	waitApplied(t, c, key, commit1)
 
 	commit2 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "2")})
-	body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, "file://"+dir))
-	mac := hmac.New(sha256.New, []byte("s3cret"))
-	mac.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+a.webhook+"/hook/github", bytes.NewReader(body))
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook answered %d, want 202", resp.StatusCode)
-	}
+	sendPush(t, a.webhook, dir) // run_shards_test.go
 	waitApplied(t, c, key, commit2)
 
 	code, text := httpGet("http://" + a.metrics + "/metrics")
