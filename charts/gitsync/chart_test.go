@@ -127,6 +127,7 @@ func TestDefaultRulesAreLeastPrivilege(t *testing.T) {
 		"events.k8s.io/events":            {"create", "patch"},
 		"coordination.k8s.io/leases":      {"get", "list", "watch", "create", "update", "patch", "delete"},
 		"/secrets":                        {"get", "list", "watch"}, // one field-selected watch per named Secret
+		"/configmaps":                     {"get", "list", "watch"}, // the same per ConfigMap named in spec.substituteFrom
 		"/serviceaccounts":                {"impersonate"},
 	}
 	for _, o := range template(t, "gs", "gitsync-system") {
