@@ -34,12 +34,17 @@ import (
 // accessKey is one question asked of the apiserver's authorizer.
 type accessKey struct {
 	verb, group, resource, namespace string
+	// name narrows the question to one object; empty: any object.
+	name string
 }
 
 func (k accessKey) String() string {
 	res := k.resource
 	if k.group != "" {
 		res += "." + k.group
+	}
+	if k.name != "" {
+		res += "/" + k.name
 	}
 	where := "at the cluster scope"
 	if k.namespace != "" {
@@ -119,7 +124,7 @@ func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st 
 // review asks the apiserver whether c's identity may do k, and why not.
 func review(ctx context.Context, c client.Client, k accessKey) (bool, string, error) {
 	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: k.verb, Group: k.group, Resource: k.resource, Namespace: k.namespace},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: k.verb, Group: k.group, Resource: k.resource, Namespace: k.namespace, Name: k.name},
 	}}
 	if err := c.Create(ctx, ssar); err != nil {
 		return false, "", err

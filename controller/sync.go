@@ -80,6 +80,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
+	if err := r.checkReads(ctx, gs, st, tgt); err != nil { // access_reads.go
+		out.err = err
+		return out
+	}
 	objs, hide, err := r.prepare(ctx, gs, rendered.Objects, rendered.SOPSLookup) // substitute_prepare.go: variables, SOPS
 	defer hide.scrub(out)
 	if err != nil {
