@@ -86,8 +86,7 @@ func (m *accessMemo) forget() {
 // applier (their CRD may be in objs).
 func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured) error {
 	mapper := tgt.direct.RESTMapper()
-	seen := map[accessKey]bool{}
-	var denied []string
+	var keys []accessKey
 	for _, obj := range objs {
 		m, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
 		if err != nil {
@@ -100,13 +99,30 @@ func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st 
 				k.namespace = defaultNamespace(gs)
 			}
 		}
+		keys = append(keys, k)
+	}
+	denied, err := askAccess(ctx, st, tgt, keys, v1.ReasonApplyFailed)
+	if err != nil || len(denied) == 0 {
+		return err
+	}
+	return stalled(v1.ReasonForbidden, fmt.Errorf("%s may not %s", r.writer(gs), strings.Join(denied, ", ")))
+}
+
+// askAccess reviews each distinct key tgt's memo does not already allow,
+// remembers the allowed ones and returns the refused ones, sorted, each
+// with the authorizer's reason. A review that fails is retried later with
+// reason.
+func askAccess(ctx context.Context, st *syncState, tgt *target, keys []accessKey, reason string) ([]string, error) {
+	seen := map[accessKey]bool{}
+	var denied []string
+	for _, k := range keys {
 		if seen[k] || st.access.has(tgt, k) {
 			continue
 		}
 		seen[k] = true
 		ok, why, err := review(ctx, tgt.direct, k)
 		if err != nil {
-			return retry(v1.ReasonApplyFailed, fmt.Errorf("access review (%s) failed: %w", k, err))
+			return nil, retry(reason, fmt.Errorf("access review (%s) failed: %w", k, err))
 		}
 		if !ok {
 			denied = append(denied, k.String()+why)
@@ -114,11 +130,8 @@ func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st 
 		}
 		st.access.allow(tgt, k)
 	}
-	if len(denied) == 0 {
-		return nil
-	}
 	sort.Strings(denied)
-	return stalled(v1.ReasonForbidden, fmt.Errorf("%s may not %s", r.writer(gs), strings.Join(denied, ", ")))
+	return denied, nil
 }
 
 // review asks the apiserver whether c's identity may do k, and why not.

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
@@ -38,24 +36,9 @@ func (r *GitSyncReconciler) checkReads(ctx context.Context, gs *v1.GitSync, st *
 	if d := gs.Spec.Decryption; d != nil {
 		keys = append(keys, accessKey{verb: "get", resource: "secrets", namespace: gs.Namespace, name: d.SecretRef.Name})
 	}
-	var denied []string
-	for _, k := range keys {
-		if st.access.has(tgt, k) {
-			continue
-		}
-		ok, why, err := review(ctx, tgt.direct, k)
-		if err != nil {
-			return retry(v1.ReasonSubstitutionFailed, fmt.Errorf("access review (%s) failed: %w", k, err))
-		}
-		if !ok {
-			denied = append(denied, k.String()+why)
-			continue
-		}
-		st.access.allow(tgt, k)
+	denied, err := askAccess(ctx, st, tgt, keys, v1.ReasonSubstitutionFailed) // access.go
+	if err != nil || len(denied) == 0 {
+		return err
 	}
-	if len(denied) == 0 {
-		return nil
-	}
-	sort.Strings(denied)
-	return stalled(v1.ReasonForbidden, fmt.Errorf("%s may not %s, which spec.substituteFrom or spec.decryption name: the agent reads them only for an account allowed to", r.writer(gs), strings.Join(slices.Compact(denied), ", ")))
+	return stalled(v1.ReasonForbidden, fmt.Errorf("%s may not %s, which spec.substituteFrom or spec.decryption name: the agent reads them only for an account allowed to", r.writer(gs), strings.Join(denied, ", ")))
 }
