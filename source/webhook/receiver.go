@@ -222,7 +222,8 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, i
 }
 
 // dispatch finds the sources of the event's repository, keeps those whose
-// secret verifies, and, unless the delivery was seen before, enqueues those
+// secret verifies (one check per distinct secret, so a wrong signature
+// costs as many HMACs as the repository has secrets, not sources), and, unless the delivery was seen before, enqueues those
 // whose branch matches. The caller answers 202 whatever it finds.
 func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Header, body []byte, ev pushEvent, d *Delivery) {
 	received := r.opts.Clock.Now() // after the push the payload announces
@@ -233,9 +234,9 @@ func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Heade
 		return
 	}
 	var verified []Target
-	for _, t := range targets {
-		if p.Verify(h, body, t.Secret) {
-			verified = append(verified, t)
+	for _, g := range bySecret(targets) {
+		if p.Verify(h, body, g.secret) {
+			verified = append(verified, g.targets...)
 		}
 	}
 	if len(verified) == 0 {
@@ -291,6 +292,31 @@ func (r *Receiver) lookup(ctx context.Context, urls []string) []Target {
 		}
 	}
 	return out
+}
+
+// secretGroup is the targets of one delivery that share a secret.
+type secretGroup struct {
+	secret  []byte
+	targets []Target
+}
+
+// bySecret groups targets by secret bytes, in the order each secret first
+// appears. The grouping compares our own secrets with each other, never
+// with anything from the request, so a map lookup is fine here; the
+// request's signature is still compared in constant time by Verify.
+func bySecret(targets []Target) []secretGroup {
+	var groups []secretGroup
+	index := map[string]int{}
+	for _, t := range targets {
+		i, ok := index[string(t.Secret)]
+		if !ok {
+			i = len(groups)
+			index[string(t.Secret)] = i
+			groups = append(groups, secretGroup{secret: t.Secret})
+		}
+		groups[i].targets = append(groups[i].targets, t)
+	}
+	return groups
 }
 
 // reply writes a status with its standard text and nothing else.
