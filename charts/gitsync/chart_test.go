@@ -177,12 +177,12 @@ func TestInstallFullValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkDeployment(t, &d, ns, []string{
-			"run", "--leader-elect=true", "--metrics-addr=:8080", "--health-addr=:8081",
+			"run", "--shards=auto", "--leader-elect=false", "--metrics-addr=:8080", "--health-addr=:8081",
 			"--webhook-addr=:9292", "--concurrent=8", "--cache-dir=/var/cache/gitsync", "--log-format=json", "-v",
 			"--shard=gitsync.dev/shard=blue",
 		})
 		if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {
-			t.Errorf("replicas = %d, want 2 (leader election makes more than one safe)", got)
+			t.Errorf("replicas = %d, want 2 (each owns a share of the GitSyncs)", got)
 		}
 	})
 
@@ -278,7 +278,7 @@ func TestInstallDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDeployment(t, &d, ns, []string{
-		"run", "--leader-elect=true", "--metrics-addr=:8080", "--health-addr=:8081",
+		"run", "--shards=auto", "--leader-elect=false", "--metrics-addr=:8080", "--health-addr=:8081",
 		"--webhook-addr=:9292", "--concurrent=4", "--cache-dir=/var/cache/gitsync", "--log-format=json",
 	})
 
