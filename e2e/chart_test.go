@@ -19,10 +19,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,9 +32,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/shard"
 	"gitsync.dev/gitsync/internal/testenv"
 )
 
@@ -41,7 +45,6 @@ const (
 	releaseNS  = "gitsync-system"
 	appsNS     = "e2e-apps"
 	agentSA    = "system:serviceaccount:" + releaseNS + ":gitsync"
-	leaseName  = "gitsync-leader"
 	hookSecret = "e2e-webhook-token"
 )
 
@@ -54,9 +57,10 @@ const (
 //     host and repairs drift;
 //   - a signed push webhook sent to the agent's Service ClusterIP (kube-proxy)
 //     syncs the new commit, though the interval is an hour;
-//   - with two replicas, a leader killed with SIGKILL (no Lease release) is
-//     replaced once its Lease runs out, and every ConfigMap write in the
-//     apiserver's audit log comes from the replica leading at the time.
+//   - scaled to two replicas, both reconcile a share of the GitSyncs (the
+//     chart's default); one killed with SIGKILL (no Lease deleted) hands its
+//     share to the survivor once its Lease runs out, and the apiserver's
+//     audit log shows no GitSync's objects written by both (checkSharing).
 func TestChartOnNode(t *testing.T) {
 	archive := imageArchive(t)
 	ref := imageRef(t, archive)
@@ -151,58 +155,211 @@ func TestChartOnNode(t *testing.T) {
 	waitApplied(t, c, second)
 	waitColor(t, c, "green")
 
-	// Two replicas; kill the leader.
+	// Two replicas share the GitSyncs; one is killed and the survivor
+	// takes its share.
 	h.run("upgrade", release, "../charts/gitsync", "--namespace", releaseNS, "--reuse-values", "--set", "replicaCount=2")
 	pods = waitAgentPods(t, c, 2)
-	leader, standby := leaderAndStandby(t, c, pods)
-	holder := leaseHolder(t, c)
-	before := configMap(t, c)
-	t.Logf("leader %s (%s, %s), standby %s (%s)", leader.Name, holder, leader.Status.PodIP, standby.Name, standby.Status.PodIP)
-	killedAt := time.Now()
-	if err := env.KillContainer(leader, "gitsync"); err != nil {
+	checkSharing(t, env, c, repo, pods)
+}
+
+// checkSharing: with two replicas sharing the GitSyncs (the chart's
+// default), each reconciles its own share, as the apiserver's audit log
+// shows by source address; one killed with SIGKILL (no Lease deleted, no
+// reconcile drained) gives its share to the survivor, which repairs drift
+// there once the killed replica's Lease has run out, and no GitSync's
+// objects are ever written by both.
+func checkSharing(t *testing.T, env *testenv.Env, c client.Client, repo *gitRepo, pods []*corev1.Pod) {
+	ctx := context.Background()
+	leaseOf := sharedLeases(t, c, pods)
+	members := []string{leaseOf[pods[0].Name], leaseOf[pods[1].Name]}
+	// GitSync names chosen so that each replica owns three of them.
+	owner := map[string]*corev1.Pod{} // fleet GitSync name -> the pod owning it
+	count := map[string]int{}
+	files := map[string]string{}
+	for i := 0; count[pods[0].Name] < 3 || count[pods[1].Name] < 3; i++ {
+		name := fmt.Sprintf("fleet-%d", i)
+		p := pods[0]
+		if shard.Owner(members, releaseNS+"/"+name) == members[1] {
+			p = pods[1]
+		}
+		if count[p.Name] == 3 {
+			continue
+		}
+		count[p.Name]++
+		owner[name] = p
+		files["fleet/"+name+"/config.yaml"] = namedConfigMapYAML("e2e-"+name, "blue")
+	}
+	fleet := repo.commit("fleet", files)
+	for name := range owner {
+		gs := &gitsyncv1.GitSync{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: releaseNS},
+			Spec: gitsyncv1.GitSyncSpec{
+				Source:        gitsyncv1.GitSource{URL: repo.URL, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "fleet/" + name},
+				Interval:      metav1.Duration{Duration: time.Hour},
+				RetryInterval: &metav1.Duration{Duration: 2 * time.Second},
+				Prune:         true,
+			},
+		}
+		if err := c.Create(ctx, gs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range owner {
+		waitAppliedNamed(t, c, name, fleet)
+	}
+
+	killed, survivor := pods[0], pods[1]
+	before := map[string]string{} // the survivor's ConfigMaps' resourceVersions
+	for name, p := range owner {
+		if p == survivor {
+			before[name] = configMapNamed(t, c, "e2e-"+name).ResourceVersion
+		}
+	}
+	// The ReplicaSet removes the killed pod when scaled down below, so its
+	// restarted container never rejoins: every write from its address after
+	// the kill would be the killed replica's.
+	cost := `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"-1000"}}}`
+	if err := c.Patch(ctx, killed, client.RawPatch(types.MergePatchType, []byte(cost))); err != nil {
 		t.Fatal(err)
 	}
-	var lease coordinationv1.Lease
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: leaseName}, &lease); err != nil {
+	t.Logf("replicas %s (%s, Lease %s) and %s (%s, Lease %s); killing %s", killed.Name, killed.Status.PodIP, leaseOf[killed.Name],
+		survivor.Name, survivor.Status.PodIP, leaseOf[survivor.Name], killed.Name)
+	killedAt := time.Now()
+	if err := env.KillContainer(killed, "gitsync"); err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: release}, &d); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, &d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
+		t.Fatal(err)
+	}
+	// Drift on every ConfigMap of the killed replica's share: only the
+	// survivor can repair it, once it owns that share.
+	for name, p := range owner {
+		if p == killed {
+			setColorOf(t, c, "e2e-"+name, "red")
+		}
+	}
+	for name, p := range owner {
+		if p == killed {
+			waitColorOf(t, c, "e2e-"+name, "blue")
+		}
+	}
+	t.Logf("the killed replica's share repaired by %s %s after the kill", survivor.Name, time.Since(killedAt).Round(100*time.Millisecond))
+	if left := waitAgentPods(t, c, 1); left[0].Name != survivor.Name {
+		t.Fatalf("scaling down kept %s, not the survivor %s", left[0].Name, survivor.Name)
+	}
+	for name, rv := range before {
+		if got := configMapNamed(t, c, "e2e-"+name).ResourceVersion; got != rv {
+			t.Errorf("ConfigMap e2e-%s of the survivor's own share was written again by the failover (resourceVersion %s, was %s) though nothing changed", name, got, rv)
+		}
+	}
+	var dead coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: leaseOf[killed.Name]}, &dead); err != nil {
+		t.Fatalf("the killed replica's Lease: %v (a crash leaves it for the others to wait out)", err)
+	}
+	if dead.Spec.RenewTime == nil {
+		t.Fatalf("the killed replica's Lease %s has no renewTime", dead.Name)
+	}
+	expired := dead.Spec.RenewTime.Add(time.Duration(ptr.Deref(dead.Spec.LeaseDurationSeconds, 0)) * time.Second)
+	for _, p := range shareWriteProblems(agentWrites(t, env.AuditLog()), owner, killed, survivor, killedAt, expired) {
+		t.Error(p)
+	}
+}
+
+// shareWriteProblems checks, from the audit log, every write of the fleet's
+// ConfigMaps: before the kill each came from its GitSync's owner, and each
+// replica wrote some; after it, none came from the killed replica's
+// address, the survivor did not rewrite its own share, and each of the
+// killed replica's ConfigMaps switched writer once, to the survivor, not
+// before the killed replica's Lease had run out (its last renewal plus the
+// lease duration: the survivor counts from when it saw that renewal, which
+// was later).
+func shareWriteProblems(writes []write, owner map[string]*corev1.Pod, killed, survivor *corev1.Pod, killedAt, expired time.Time) []string {
+	var problems []string
+	byName := map[string][]write{}
+	for _, w := range writes {
+		if name, ok := strings.CutPrefix(w.name, "e2e-"); ok && owner[name] != nil {
+			byName[name] = append(byName[name], w)
+		}
+	}
+	wroteBefore := map[string]bool{}
+	for name, p := range owner {
+		ws := byName[name]
+		if len(ws) == 0 {
+			problems = append(problems, fmt.Sprintf("no write of ConfigMap e2e-%s in the audit log", name))
+			continue
+		}
+		taken := false
+		for _, w := range ws {
+			at := w.at.Format(time.RFC3339Nano)
+			switch {
+			case w.at.Before(killedAt) && w.ip != p.Status.PodIP:
+				problems = append(problems, fmt.Sprintf("%s of ConfigMap %s at %s came from %s, not from its owner %s (%s)", w.verb, w.name, at, w.ip, p.Name, p.Status.PodIP))
+			case w.at.Before(killedAt):
+				wroteBefore[w.ip] = true
+			case w.ip != survivor.Status.PodIP:
+				problems = append(problems, fmt.Sprintf("%s of ConfigMap %s at %s, after the kill, came from %s, not from the survivor (%s)", w.verb, w.name, at, w.ip, survivor.Status.PodIP))
+			case p == survivor:
+				problems = append(problems, fmt.Sprintf("%s of ConfigMap %s at %s: the survivor rewrote its own share after the kill", w.verb, w.name, at))
+			case w.at.Before(expired):
+				problems = append(problems, fmt.Sprintf("%s of ConfigMap %s at %s by the survivor, before the killed replica's Lease ran out at %s", w.verb, w.name, at, expired.Format(time.RFC3339Nano)))
+			default:
+				taken = true
+			}
+		}
+		if p == killed && !taken {
+			problems = append(problems, fmt.Sprintf("no write of ConfigMap e2e-%s by the survivor after the kill: the drift repair is missing from the audit log", name))
+		}
+	}
+	if !wroteBefore[killed.Status.PodIP] || !wroteBefore[survivor.Status.PodIP] {
+		problems = append(problems, fmt.Sprintf("before the kill only %v wrote the fleet's ConfigMaps: both replicas should own a share", wroteBefore))
+	}
+	return problems
+}
+
+// sharedLeases waits until each of pods holds its own Lease in the release
+// namespace and both have published a view listing both (the membership
+// settled), and returns each pod's Lease name.
+func sharedLeases(t *testing.T, c client.Client, pods []*corev1.Pod) map[string]string {
+	t.Helper()
+	var leases coordinationv1.LeaseList
+	var out map[string]string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.List(ctx, &leases, client.InNamespace(releaseNS), client.HasLabels{shard.GroupLabel}); err != nil {
 			return false, nil
 		}
-		h := lease.Spec.HolderIdentity
-		return h != nil && *h != "" && *h != holder, nil
+		out = map[string]string{}
+		var names []string
+		for _, l := range leases.Items {
+			names = append(names, l.Name)
+			for _, p := range pods {
+				if strings.HasPrefix(l.Name, "gitsync-shard-"+p.Name+"-") {
+					out[p.Name] = l.Name
+				}
+			}
+		}
+		sort.Strings(names)
+		if len(leases.Items) != len(pods) || len(out) != len(pods) {
+			return false, nil
+		}
+		for _, l := range leases.Items {
+			if l.Annotations[shard.ViewAnnotation] != strings.Join(names, ",") {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("the Lease is still held by the killed leader %s: %v", holder, err)
-	}
-	newHolder := *lease.Spec.HolderIdentity
-	newLeader := podOf(t, c, newHolder)
-	t.Logf("Lease taken over by %s (pod %s) %s after the kill (lease duration %ds)",
-		newHolder, newLeader.Name, time.Since(killedAt).Round(100*time.Millisecond), ptrInt(lease.Spec.LeaseDurationSeconds))
-	if after := configMap(t, c); after.ResourceVersion != before.ResourceVersion {
-		t.Errorf("the ConfigMap was written again by the failover (resourceVersion %s, was %s) though nothing changed", after.ResourceVersion, before.ResourceVersion)
-	}
-	// The new leader works: it repairs drift.
-	setColor(t, c, "red")
-	waitColor(t, c, "green")
-
-	// Every ConfigMap write came from the leader of its time.
-	writes := agentWrites(t, env.AuditLog())
-	if len(writes) == 0 {
-		t.Fatalf("no ConfigMap write by %s in the audit log", agentSA)
-	}
-	afterKill := 0
-	for _, w := range writes {
-		want := leader.Status.PodIP
-		if w.at.After(killedAt) {
-			want = newLeader.Status.PodIP
-			afterKill++
+		var views []string
+		for _, l := range leases.Items {
+			views = append(views, l.Name+": "+l.Annotations[shard.ViewAnnotation])
 		}
-		if w.ip != want {
-			t.Errorf("%s of ConfigMap %s at %s came from %s, not from the leader of the time (%s)", w.verb, w.name, w.at.Format(time.RFC3339Nano), w.ip, want)
-		}
+		t.Fatalf("the replicas never agreed on their membership: %v; Leases %v", err, views)
 	}
-	if afterKill == 0 {
-		t.Errorf("no ConfigMap write after the kill: the drift repair by the new leader is missing from the audit log")
-	}
+	return out
 }
 
 func requestReconcile(t *testing.T, c client.Client) {
@@ -214,15 +371,17 @@ func requestReconcile(t *testing.T, c client.Client) {
 	}
 }
 
-func configMapYAML(color string) string {
+func configMapYAML(color string) string { return namedConfigMapYAML("e2e-config", color) }
+
+func namedConfigMapYAML(name, color string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: e2e-config
+  name: %s
   namespace: %s
 data:
   color: %s
-`, appsNS, color)
+`, name, appsNS, color)
 }
 
 // imageArchive is the docker-loadable image `make image` writes
@@ -362,32 +521,42 @@ func checkAgentPod(t *testing.T, p *corev1.Pod) {
 
 func waitGitSync(t *testing.T, c client.Client, what string, done func(*gitsyncv1.GitSync, *metav1.Condition) bool) *metav1.Condition {
 	t.Helper()
+	return waitGitSyncNamed(t, c, "app", what, done)
+}
+
+func waitGitSyncNamed(t *testing.T, c client.Client, name, what string, done func(*gitsyncv1.GitSync, *metav1.Condition) bool) *metav1.Condition {
+	t.Helper()
 	var gs gitsyncv1.GitSync
 	var ready *metav1.Condition
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "app"}, &gs); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &gs); err != nil {
 			return false, nil
 		}
 		ready = meta.FindStatusCondition(gs.Status.Conditions, gitsyncv1.ConditionReady)
 		return done(&gs, ready), nil
 	})
 	if err != nil {
-		t.Fatalf("GitSync: %s never happened: %v; status %+v", what, err, gs.Status.Conditions)
+		t.Fatalf("GitSync %s: %s never happened: %v; status %+v", name, what, err, gs.Status.Conditions)
 	}
 	return ready
 }
 
 func waitApplied(t *testing.T, c client.Client, commit string) {
 	t.Helper()
-	waitGitSync(t, c, "commit "+commit+" applied and Ready", func(gs *gitsyncv1.GitSync, ready *metav1.Condition) bool {
+	waitAppliedNamed(t, c, "app", commit)
+}
+
+func waitAppliedNamed(t *testing.T, c client.Client, name, commit string) {
+	t.Helper()
+	waitGitSyncNamed(t, c, name, "commit "+commit+" applied and Ready", func(gs *gitsyncv1.GitSync, ready *metav1.Condition) bool {
 		return ready != nil && ready.Status == metav1.ConditionTrue && strings.Contains(gs.Status.LastAppliedRevision, commit)
 	})
 }
 
-func configMap(t *testing.T, c client.Client) *corev1.ConfigMap {
+func configMapNamed(t *testing.T, c client.Client, name string) *corev1.ConfigMap {
 	t.Helper()
 	var cm corev1.ConfigMap
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: appsNS, Name: "e2e-config"}, &cm); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: appsNS, Name: name}, &cm); err != nil {
 		t.Fatal(err)
 	}
 	return &cm
@@ -395,7 +564,12 @@ func configMap(t *testing.T, c client.Client) *corev1.ConfigMap {
 
 func setColor(t *testing.T, c client.Client, color string) {
 	t.Helper()
-	cm := configMap(t, c)
+	setColorOf(t, c, "e2e-config", color)
+}
+
+func setColorOf(t *testing.T, c client.Client, name, color string) {
+	t.Helper()
+	cm := configMapNamed(t, c, name)
 	cm.Data["color"] = color
 	// As `kubectl edit` would: gitsync takes kubectl's fields back
 	// without spec.force.
@@ -406,15 +580,20 @@ func setColor(t *testing.T, c client.Client, color string) {
 
 func waitColor(t *testing.T, c client.Client, color string) {
 	t.Helper()
+	waitColorOf(t, c, "e2e-config", color)
+}
+
+func waitColorOf(t *testing.T, c client.Client, name, color string) {
+	t.Helper()
 	var cm corev1.ConfigMap
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: appsNS, Name: "e2e-config"}, &cm); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: appsNS, Name: name}, &cm); err != nil {
 			return false, nil
 		}
 		return cm.Data["color"] == color, nil
 	})
 	if err != nil {
-		t.Fatalf("ConfigMap color never became %s: %v (is %q)", color, err, cm.Data["color"])
+		t.Fatalf("ConfigMap %s: color never became %s: %v (is %q)", name, color, err, cm.Data["color"])
 	}
 }
 
@@ -452,48 +631,9 @@ func sendWebhook(t *testing.T, addr, repoURL, commit, token string) {
 	}
 }
 
-func leaseHolder(t *testing.T, c client.Client) string {
-	t.Helper()
-	var lease coordinationv1.Lease
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: releaseNS, Name: leaseName}, &lease); err != nil {
-		t.Fatal(err)
-	}
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-		t.Fatal("the Lease has no holder")
-	}
-	return *lease.Spec.HolderIdentity
-}
 
-// podOf returns the agent pod whose name leads a Lease holder identity
-// (controller-runtime's identity is the hostname, the pod name, then "_").
-func podOf(t *testing.T, c client.Client, identity string) *corev1.Pod {
-	t.Helper()
-	name, _, _ := strings.Cut(identity, "_")
-	var p corev1.Pod
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: releaseNS, Name: name}, &p); err != nil {
-		t.Fatalf("pod of Lease holder %s: %v", identity, err)
-	}
-	return &p
-}
 
-func leaderAndStandby(t *testing.T, c client.Client, pods []*corev1.Pod) (*corev1.Pod, *corev1.Pod) {
-	t.Helper()
-	leader := podOf(t, c, leaseHolder(t, c))
-	for _, p := range pods {
-		if p.Name != leader.Name {
-			return leader, p
-		}
-	}
-	t.Fatalf("no standby beside leader %s", leader.Name)
-	return nil, nil
-}
 
-func ptrInt(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
 
 type write struct {
 	verb, name, ip string
