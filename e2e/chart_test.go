@@ -631,10 +631,6 @@ func sendWebhook(t *testing.T, addr, repoURL, commit, token string) {
 	}
 }
 
-
-
-
-
 type write struct {
 	verb, name, ip string
 	at             time.Time
