@@ -59,7 +59,8 @@ type GitSyncReconciler struct {
 	mu     sync.Mutex
 	runCtx context.Context
 	states map[types.NamespacedName]*syncState
-	share  shareQueue // shard.go: replicas sharing the GitSyncs
+	share  shareQueue   // shard.go: replicas sharing the GitSyncs
+	news   revisionNews // monorepo.go: changed paths first
 }
 
 var _ reconcile.Reconciler = (*GitSyncReconciler)(nil)
@@ -107,6 +108,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		WatchesRawSource(crsource.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(r.shareSource()).
+		WatchesRawSource(r.newsSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: r.backoff}).
 		Build(r)
 	if err != nil {
@@ -175,7 +177,8 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	result, res, err := r.reconcile(ctx, gs, st)
-	return r.done(ctx, gs, result, r.clock.Since(start), res, err)
+	res, err = r.done(ctx, gs, result, r.clock.Since(start), res, err)
+	return r.news.settle(req.NamespacedName, res), err
 }
 
 func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (string, ctrl.Result, error) {
@@ -194,6 +197,11 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		return "suspended", ctrl.Result{}, r.writeSuspended(ctx, gs, st)
 	}
 	out := r.syncOrHold(ctx, gs, st) // depends.go
+	if out.yielded {
+		// Its content did not change; GitSyncs whose content did go
+		// first (monorepo.go). The revision is resolved and fetched.
+		return "yielded", ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
 	r.drift.waits.set(key, out.waitsForHealth())
 	if err := r.report(ctx, gs, st, out); err != nil {
 		return "retry", ctrl.Result{}, err

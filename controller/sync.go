@@ -38,6 +38,10 @@ type outcome struct {
 	// ReasonWaitingForHealth (depends.go holds with DependencyNotReady).
 	waitReason string
 	err        error
+	// yielded is set when the sync stopped after fetching a revision that
+	// left its content alone, so GitSyncs whose content changed go first
+	// (monorepo.go).
+	yielded bool
 }
 
 // waitsForHealth reports whether the sync ended waiting for, or Stalled on,
@@ -78,6 +82,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	rendered, err := r.render(ctx, gs, st, src, rev)
 	if err != nil {
 		out.err = err
+		return out
+	}
+	if refresh && r.yieldToChanged(ctx, gs, src, rev) { // monorepo.go
+		out.yielded = true
 		return out
 	}
 	if err := r.checkReads(ctx, gs, st, tgt); err != nil { // access_reads.go
