@@ -163,11 +163,12 @@ func (r *GitSyncReconciler) waitingForFetch() []types.NamespacedName {
 // between its last applied revision and commit (which must be fetched):
 // their content keys (git.Fetcher.ContentKey, which already counts a
 // kustomization, a symlink, a chart or an ignore file as reading the whole
-// repository) differ. No applied revision, a spec not applied yet or an
-// unreadable tree count as changed.
+// repository) differ. No applied revision, a spec not applied yet, a last
+// attempt that failed (the new revision may be its fix; stepping aside
+// would also reset its backoff) or an unreadable tree count as changed.
 func (r *GitSyncReconciler) contentChanged(src git.Source, gs *v1.GitSync, commit string) bool {
 	old := commitOf(gs.Status.LastAppliedRevision)
-	if old == "" || gs.Status.ObservedGeneration != gs.Generation {
+	if old == "" || gs.Status.ObservedGeneration != gs.Generation || gs.Status.LastAttemptedRevision != gs.Status.LastAppliedRevision {
 		return true
 	}
 	before, err := r.opts.Fetcher.ContentKey(src, old)
