@@ -91,6 +91,8 @@ func gitsyncClient(b *testing.B) client.WithWatch {
 type scaleSnapshot struct {
 	at       time.Time
 	rss, hwm float64
+	// anon and file split rss: heap, stacks and runtime vs mapped binary.
+	anon, file float64
 	cpu      time.Duration
 	prom     promSample
 	// gitsyncRV is each GitSync's resourceVersion (a status write changes it).
@@ -202,6 +204,8 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 	b.Logf("agent pid %d: RSS idle %.0f MiB, converged %.0f MiB (peak %.0f), steady %.0f MiB; Go heap in use %.0f → %.0f MiB; CPU %.1fs converging, %.2fs steady",
 		pid, idle.rss, atConv.rss, atConv.hwm, steady.rss, atConv.prom.heapInuse/(1<<20), steady.prom.heapInuse/(1<<20),
 		(atConv.cpu - idle.cpu).Seconds(), (steady.cpu - atConv.cpu).Seconds())
+	b.Logf("agent RSS anonymous / file-backed (the binary's pages): idle %.0f / %.0f MiB, converged %.0f / %.0f, steady %.0f / %.0f",
+		idle.anon, idle.file, atConv.anon, atConv.file, steady.anon, steady.file)
 	b.Logf("control plane CPU during convergence: %v (wall %v, 2 cores = %v)", cpCPU, converged.Round(time.Millisecond), 2*converged.Round(time.Millisecond))
 	b.Logf("agent log: %d error lines; first: %.300s", logErrs, firstErr)
 }
@@ -211,10 +215,11 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 func snapshot(b *testing.B, c client.Client, a *scaleAgent, run string, gitsyncs bool) scaleSnapshot {
 	b.Helper()
 	s := scaleSnapshot{at: time.Now()}
-	var err error
-	if s.rss, s.hwm, err = procMem(a.cmd.Process.Pid); err != nil {
+	m, err := procStatus(a.cmd.Process.Pid)
+	if err != nil {
 		b.Fatalf("agent memory: %v", err)
 	}
+	s.rss, s.hwm, s.anon, s.file = m["VmRSS:"], m["VmHWM:"], m["RssAnon:"], m["RssFile:"]
 	s.cpu = procCPU(a.cmd.Process.Pid)
 	if s.prom, err = scrapeAgent(a.metrics); err != nil {
 		b.Fatal(err)

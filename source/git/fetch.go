@@ -147,6 +147,10 @@ type Fetcher struct {
 type localRepo struct {
 	mu   sync.Mutex // held for fetches and ref updates
 	repo *git.Repository
+	// objects is repo's decoded-object cache, emptied whenever nobody holds
+	// the store: between fetches it would only keep blobs of a commit that
+	// is already rendered (at scale, ~1 KB per managed object).
+	objects cache.Object
 	// users (how many calls hold it) and used (the Fetcher's tick at its
 	// last use) are guarded by Fetcher.mu; a store in use is never closed.
 	users int
@@ -258,11 +262,11 @@ func (f *Fetcher) repo(src Source) (*localRepo, error) {
 	f.tick++
 	lr, ok := f.repos[key]
 	if !ok {
-		r, err := f.openStore(filepath.Join(f.opts.Dir, "repos", key))
+		r, objects, err := f.openStore(filepath.Join(f.opts.Dir, "repos", key))
 		if err != nil {
 			return nil, gitErr(src, "open local store", err)
 		}
-		lr = &localRepo{repo: r}
+		lr = &localRepo{repo: r, objects: objects}
 		f.repos[key] = lr
 	}
 	lr.users++
@@ -276,6 +280,9 @@ func (f *Fetcher) done(lr *localRepo) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	lr.users--
+	if lr.users == 0 {
+		lr.objects.Clear()
+	}
 	f.closeIdleLocked()
 }
 
@@ -300,13 +307,14 @@ func (f *Fetcher) closeIdleLocked() {
 
 // openStore opens (or creates) the bare repository in dir with a bounded
 // object cache instead of go-git's 96 MiB default.
-func (f *Fetcher) openStore(dir string) (*git.Repository, error) {
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(cache.FileSize(f.opts.ObjectCacheBytes)))
+func (f *Fetcher) openStore(dir string) (*git.Repository, cache.Object, error) {
+	objects := cache.NewObjectLRU(cache.FileSize(f.opts.ObjectCacheBytes))
+	st := filesystem.NewStorage(osfs.New(dir), objects)
 	r, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		r, err = git.Init(st, nil)
 	}
-	return r, err
+	return r, objects, err
 }
 
 // closeStore releases what an open store holds (open pack files).

@@ -110,11 +110,11 @@ func (f *Fetcher) resetRepo(src Source, lr *localRepo) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return gitErr(src, "reset local store", err)
 	}
-	r, err := f.openStore(dir)
+	r, objects, err := f.openStore(dir)
 	if err != nil {
 		return gitErr(src, "reset local store", err)
 	}
-	lr.repo = r
+	lr.repo, lr.objects = r, objects
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"gitsync.dev/gitsync/internal/gittest"
 )
 
@@ -104,5 +106,42 @@ func TestContentKeyGivesStoresBack(t *testing.T) {
 		if n := f.openRepos(); n > opts.MaxOpenRepos {
 			t.Errorf("after %d repositories %d stores open, want at most %d", i+1, n, opts.MaxOpenRepos)
 		}
+	}
+}
+
+// TestIdleStoresKeepNoObjects: a store nobody holds keeps no decoded
+// objects. The cache only helps while a fetch or checkout walks a commit;
+// kept between them, an agent of 1,000 repositories held the blobs of
+// every rendered commit (~1 KB per managed object).
+func TestIdleStoresKeepNoObjects(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Dir = t.TempDir()
+	f, err := NewFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gittest.NewRepo(t, t.TempDir())
+	commit := r.Commit("one", map[string]string{"deploy/a.yaml": "v: 1\n"})
+	src := Source{URL: r.URL(), Ref: Ref{Branch: "main"}, Path: "deploy"}
+	rev, err := f.Resolve(t.Context(), src)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if rev, err = f.Fetch(t.Context(), src, rev); err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if _, err := f.CheckoutTree(t.Context(), src, rev, "."); err != nil {
+		t.Fatalf("CheckoutTree: %v", err)
+	}
+	lr := f.repos[repoKey(src.URL)]
+	if lr == nil || lr.users != 0 {
+		t.Fatalf("store of %s: %+v, want one nobody holds", src.URL, lr)
+	}
+	if _, ok := lr.objects.Get(plumbing.NewHash(commit)); ok {
+		t.Errorf("the idle store still caches commit %s", commit)
+	}
+	// Still usable: a second checkout reads the objects from disk again.
+	if _, err := f.CheckoutTree(t.Context(), src, rev, "."); err != nil {
+		t.Fatalf("CheckoutTree after the cache was emptied: %v", err)
 	}
 }
