@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -222,16 +219,14 @@ func (o *RunOptions) newManager(cfg *rest.Config, scheme *runtime.Scheme) (manag
 	if o.WatchNamespace != "" {
 		byObject.Namespaces = map[string]cache.Config{o.WatchNamespace: {}}
 	}
-	id := "gitsync-leader"
-	if o.Shard != "" {
-		sel, err := labels.Parse(o.Shard)
-		if err != nil {
-			return nil, withExitCode(exitError, fmt.Errorf("--shard %q: %w", o.Shard, err))
-		}
-		byObject.Label = sel
-		sum := sha256.Sum256([]byte(sel.String()))
-		id += "-" + hex.EncodeToString(sum[:6])
+	sel, err := o.shardSelector()
+	if err != nil {
+		return nil, err
 	}
+	if sel != nil {
+		byObject.Label = sel
+	}
+	id := leaderElectionID(sel)
 	leNamespace := o.LeaderElectionNamespace
 	if leNamespace == "" && !inCluster() {
 		leNamespace = "default"

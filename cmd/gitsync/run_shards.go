@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -70,9 +77,79 @@ func (o *RunOptions) addShards(mgr manager.Manager, rec *controller.GitSyncRecon
 	if err != nil {
 		return err
 	}
+	sel, err := o.shardSelector()
+	if err != nil {
+		return err
+	}
 	rec.ShareWith(m)
 	ctrl.Log.Info("sharing GitSyncs with the other replicas", "replica", m.Name(), "group", opts.Group, "namespace", opts.Namespace)
-	return mgr.Add(m)
+	return mgr.Add(afterLeader{Member: m, leases: opts.Leases.Leases(opts.Namespace), leader: leaderElectionID(sel), period: opts.RenewPeriod, log: opts.Log})
+}
+
+// afterLeader starts a replica's membership only once no --leader-elect
+// replica of the same --shard leads: when a Deployment switches to
+// --shards auto (the chart's default since replicas share the work), its old
+// leader keeps reconciling every GitSync until the rolling update stops it,
+// and a sharing replica must not reconcile any of them meanwhile. Until
+// then the replica holds no Lease, owns nothing and is Ready, so the rolling
+// update can go on and stop the leader.
+type afterLeader struct {
+	*shard.Member
+	leases coordclient.LeaseInterface
+	leader string // the leader election Lease's name
+	period time.Duration
+	log    logr.Logger
+}
+
+func (a afterLeader) Start(ctx context.Context) error {
+	if !a.waitLeader(ctx) {
+		return nil
+	}
+	return a.Member.Start(ctx)
+}
+
+// waitLeader returns true once the leader Lease is absent, released (no
+// holder: a leader stopped normally) or unchanged for its lease duration
+// on this replica's clock (a leader that crashed, or stopped long ago: the
+// rule leader election itself takes over by); false when ctx ends first.
+func (a afterLeader) waitLeader(ctx context.Context) bool {
+	var seenVersion string
+	var seenAt time.Time
+	waiting := false
+	ticker := time.NewTicker(a.period)
+	defer ticker.Stop()
+	for {
+		lease, err := a.leases.Get(ctx, a.leader, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true
+		case err != nil:
+			a.log.Error(err, "read the leader election Lease; retrying", "lease", a.leader)
+		case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "":
+			return true
+		default:
+			if lease.ResourceVersion != seenVersion {
+				seenVersion, seenAt = lease.ResourceVersion, time.Now()
+			}
+			duration := 15 * time.Second
+			if s := lease.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
+				duration = time.Duration(*s) * time.Second
+			}
+			if time.Since(seenAt) >= duration {
+				a.log.Info("the leader election Lease ran out; taking a share", "lease", a.leader, "holder", *lease.Spec.HolderIdentity)
+				return true
+			}
+			if !waiting {
+				a.log.Info("a --leader-elect replica leads these GitSyncs; waiting for it to stop before taking a share", "lease", a.leader, "holder", *lease.Spec.HolderIdentity)
+				waiting = true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ticker.C:
+		}
+	}
 }
 
 // shardGroup names the replicas that divide one set of GitSyncs: those with
@@ -97,6 +174,28 @@ func (o *RunOptions) shardNamespace() string {
 		}
 	}
 	return firstNonEmpty(o.WatchNamespace, "default")
+}
+
+// shardSelector is --shard parsed; nil when every GitSync is this agent's.
+func (o *RunOptions) shardSelector() (labels.Selector, error) {
+	if o.Shard == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(o.Shard)
+	if err != nil {
+		return nil, withExitCode(exitError, fmt.Errorf("--shard %q: %w", o.Shard, err))
+	}
+	return sel, nil
+}
+
+// leaderElectionID names the Lease that --leader-elect replicas of one
+// --shard selector (nil: all GitSyncs) elect their leader with.
+func leaderElectionID(sel labels.Selector) string {
+	if sel == nil {
+		return "gitsync-leader"
+	}
+	sum := sha256.Sum256([]byte(sel.String()))
+	return "gitsync-leader-" + hex.EncodeToString(sum[:6])
 }
 
 func hostname() string {
