@@ -46,21 +46,27 @@ const (
 	appsNS     = "e2e-apps"
 	agentSA    = "system:serviceaccount:" + releaseNS + ":gitsync"
 	hookSecret = "e2e-webhook-token"
+	// fleetCandidates is how many fleet paths are pushed; checkSharing picks
+	// three owned by each replica (short of that with odds below 1e-6).
+	fleetCandidates = 30
 )
 
 // TestChartOnNode installs the chart with the image `make image` built onto
 // the real node and runs gitsync as a user would:
-//   - least privilege by default: with no rules for what the repository
-//     holds, the GitSync names the missing permission and is not Ready;
+//   - installed as earlier charts ran it, one elected leader
+//     (agent.shards=off); least privilege by default: with no rules for what
+//     the repository holds, the GitSync names the missing permission and is
+//     not Ready;
 //   - the documented opt-in rules (helm upgrade): the agent, Ready through its
 //     probes on a read-only root filesystem, syncs from a Git server on the
 //     host and repairs drift;
 //   - a signed push webhook sent to the agent's Service ClusterIP (kube-proxy)
 //     syncs the new commit, though the interval is an hour;
-//   - scaled to two replicas, both reconcile a share of the GitSyncs (the
-//     chart's default); one killed with SIGKILL (no Lease deleted) hands its
-//     share to the survivor once its Lease runs out, and the apiserver's
-//     audit log shows no GitSync's objects written by both (checkSharing).
+//   - upgraded to two replicas sharing the GitSyncs (the chart's default
+//     now), both reconcile a share; one killed with SIGKILL (no Lease
+//     deleted) hands its share to the survivor once its Lease runs out, and
+//     the apiserver's audit log shows no GitSync's objects written by both
+//     (checkSharing).
 func TestChartOnNode(t *testing.T) {
 	archive := imageArchive(t)
 	ref := imageRef(t, archive)
@@ -87,9 +93,12 @@ func TestChartOnNode(t *testing.T) {
 	}
 
 	h := &helm{t: t, bin: filepath.Join(env.BinDir, "helm"), kubeconfig: env.Kubeconfig, home: t.TempDir()}
-	h.run("install", release, "../charts/gitsync", "--namespace", releaseNS,
-		"--set", "image.repository="+repoName, "--set", "image.tag="+tag, "--set", "image.pullPolicy=Never",
-		"--set-json", fmt.Sprintf(`agent.extraArgs=["--allow-networks=%s/32"]`, env.NodeIP()))
+	// Installed as releases were before replicas shared the work: one
+	// elected leader (agent.shards=off); the upgrade to two replicas below
+	// switches to sharing, the chart's default.
+	values := []string{"--set", "image.repository=" + repoName, "--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never",
+		"--set-json", fmt.Sprintf(`agent.extraArgs=["--allow-networks=%s/32"]`, env.NodeIP())}
+	h.run(append([]string{"install", release, "../charts/gitsync", "--namespace", releaseNS, "--set", "agent.shards=off"}, values...)...)
 	pods := waitAgentPods(t, c, 1)
 	checkAgentPod(t, pods[0])
 
@@ -157,9 +166,31 @@ func TestChartOnNode(t *testing.T) {
 
 	// Two replicas share the GitSyncs; one is killed and the survivor
 	// takes its share.
-	h.run("upgrade", release, "../charts/gitsync", "--namespace", releaseNS, "--reuse-values", "--set", "replicaCount=2")
+	// The rolling update to sharing replicas, the chart's default: the new
+	// ones wait for the old leader to stop (cmd/gitsync TestShardsAfterLeaderStops proves that
+	// wait; here it only has to let the upgrade through).
+	oldLeader := pods[0]
+	// The fleet's paths are pushed now, well before its GitSyncs exist: a
+	// GitSync's first resolve may share an ls-remote answer up to
+	// Limits.ResolveShareFor old, and one from before the push would not
+	// have its path.
+	files := map[string]string{}
+	for i := range fleetCandidates {
+		files[fmt.Sprintf("fleet/fleet-%d/config.yaml", i)] = namedConfigMapYAML(fmt.Sprintf("e2e-fleet-%d", i), "blue")
+	}
+	fleet := repo.commit("fleet", files)
+	// The same values but agent.shards: the chart's default applies.
+	h.run(append([]string{"upgrade", release, "../charts/gitsync", "--namespace", releaseNS, "-f", rules, "--set", "replicaCount=2"}, values...)...)
 	pods = waitAgentPods(t, c, 2)
-	checkSharing(t, env, c, repo, pods)
+	for _, p := range pods {
+		if p.Name == oldLeader.Name {
+			t.Fatalf("the leader-elected pod %s survived the upgrade to sharing", p.Name)
+		}
+		if strings.Contains(podLogs(t, env, releaseNS, p.Name, "gitsync"), "waiting for it to stop") {
+			t.Logf("%s waited for the leader %s to stop before taking a share", p.Name, oldLeader.Name)
+		}
+	}
+	checkSharing(t, env, c, repo, fleet, pods)
 }
 
 // checkSharing: with two replicas sharing the GitSyncs (the chart's
@@ -168,15 +199,18 @@ func TestChartOnNode(t *testing.T) {
 // reconcile drained) gives its share to the survivor, which repairs drift
 // there once the killed replica's Lease has run out, and no GitSync's
 // objects are ever written by both.
-func checkSharing(t *testing.T, env *testenv.Env, c client.Client, repo *gitRepo, pods []*corev1.Pod) {
+func checkSharing(t *testing.T, env *testenv.Env, c client.Client, repo *gitRepo, fleet string, pods []*corev1.Pod) {
 	ctx := context.Background()
 	leaseOf := sharedLeases(t, c, pods)
 	members := []string{leaseOf[pods[0].Name], leaseOf[pods[1].Name]}
-	// GitSync names chosen so that each replica owns three of them.
+	// GitSync names chosen among the candidates so that each replica owns
+	// three of them.
 	owner := map[string]*corev1.Pod{} // fleet GitSync name -> the pod owning it
 	count := map[string]int{}
-	files := map[string]string{}
 	for i := 0; count[pods[0].Name] < 3 || count[pods[1].Name] < 3; i++ {
+		if i == fleetCandidates {
+			t.Fatalf("of %d GitSync names, %v are owned by each replica: want 3 each", fleetCandidates, count)
+		}
 		name := fmt.Sprintf("fleet-%d", i)
 		p := pods[0]
 		if shard.Owner(members, releaseNS+"/"+name) == members[1] {
@@ -187,9 +221,7 @@ func checkSharing(t *testing.T, env *testenv.Env, c client.Client, repo *gitRepo
 		}
 		count[p.Name]++
 		owner[name] = p
-		files["fleet/"+name+"/config.yaml"] = namedConfigMapYAML("e2e-"+name, "blue")
 	}
-	fleet := repo.commit("fleet", files)
 	for name := range owner {
 		gs := &gitsyncv1.GitSync{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: releaseNS},
