@@ -89,6 +89,14 @@ func BenchmarkMonorepoPush(b *testing.B) {
 	}
 	b.Logf("%d GitSyncs × %d ConfigMaps converged in %v", *monoSyncs, *monoObjects, time.Since(start).Round(time.Millisecond))
 
+	// With GITSYNC_BENCH_PPROF_DIR, a CPU profile of the agent while it
+	// serves the pushes (not figures to quote).
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		agent.saveProfile(b, "/debug/pprof/profile?seconds=30", "monorepo-push.cpu")
+	}()
+	b.Cleanup(func() { <-profiled })
 	var changed, all []time.Duration
 	per := monoCosts{requests: map[string]float64{}, reconciles: map[string]float64{}}
 	b.ResetTimer()
