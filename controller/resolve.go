@@ -56,6 +56,10 @@ func newResolver(f *git.Fetcher, l Limits, clk clock.PassiveClock, base func() c
 		clock: clk, base: base, flights: map[string]*flight{}}
 }
 
+// keepAnswers is how long a finished ls-remote is kept for triggers that
+// arrived before it.
+const keepAnswers = 5 * time.Minute
+
 // resolve returns src's revision from an ls-remote started at notBefore or
 // later, joining one in flight or just done when there is one. origin
 // names where src.Auth was read ("Secret/ns/name"), empty for none.
@@ -64,7 +68,7 @@ func (r *resolver) resolve(ctx context.Context, src git.Source, origin string, n
 	now := r.clock.Now()
 	r.mu.Lock()
 	f, ok := r.flights[key]
-	if !ok || f.started.Before(notBefore) || f.started.Before(now.Add(-r.shareFor)) && isDone(f) {
+	if !ok || f.started.Before(notBefore) {
 		f = &flight{started: now, done: make(chan struct{})}
 		f.ctx, f.cancel = context.WithCancel(r.base())
 		r.flights[key] = f
@@ -106,10 +110,13 @@ func (r *resolver) run(f *flight, src git.Source) {
 	f.rev, f.err = r.fetcher.Resolve(f.ctx, src)
 }
 
-// dropOld forgets answers too old to share; r.mu is held.
+// dropOld forgets answers too old to share; r.mu is held. A poll takes
+// answers asked within shareFor, a trigger any asked after it: those are
+// kept keepAnswers, long enough for the GitSyncs of one webhook to pass
+// through the queue.
 func (r *resolver) dropOld(now time.Time) {
 	for k, f := range r.flights {
-		if f.started.Before(now.Add(-r.shareFor)) && isDone(f) {
+		if f.started.Before(now.Add(-max(r.shareFor, keepAnswers))) && isDone(f) {
 			delete(r.flights, k)
 		}
 	}

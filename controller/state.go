@@ -70,13 +70,16 @@ func (s *syncState) resolved(gs *v1.GitSync, src git.Source, rev git.Revision, a
 // takeFetchMark clears the fetch mark and returns from when a resolve's
 // answer is fresh enough for gs (resolve.go): after the mark or the
 // requested-at annotation's time when either asked for it, else any answer
-// asked within shareFor.
+// asked within shareFor. A mark takes any answer asked after it (that
+// answer saw the push the mark announces), up to one interval old: the
+// GitSyncs of one webhook, queued behind each other for longer than
+// shareFor, still share one ls-remote.
 func (s *syncState) takeFetchMark(gs *v1.GitSync, now time.Time, shareFor time.Duration) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	notBefore := now.Add(-shareFor)
 	if s.fetchNow {
-		notBefore = later(notBefore, s.fetchAt)
+		notBefore = later(now.Add(-intervalOf(gs)), s.fetchAt)
 	}
 	if req := gs.Annotations[RequestedAtAnnotation]; req != s.requested {
 		notBefore = later(notBefore, requestedAt(req, now))

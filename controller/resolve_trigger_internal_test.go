@@ -1,0 +1,79 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/source/git"
+)
+
+// TestTriggerSharesPastWindow: the GitSyncs of one webhook reach the
+// resolver one after the other, for longer than ResolveShareFor when there
+// are hundreds. Each takes the answer asked after the delivery however
+// long ago (one ls-remote per push), while a poll past the window still
+// asks the remote again, and a trigger never takes an answer from before
+// it.
+//
+// Checked against the window applied to triggers too (the resolver
+// dropping finished answers older than shareFor, the mark's answer bounded
+// by now − shareFor): the trigger 10 s later sent a second ls-remote.
+func TestTriggerSharesPastWindow(t *testing.T) {
+	url, srv, commit := privateRepo(t)
+	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := DefaultLimits()
+	r := newResolver(f, l, clk, context.Background)
+	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
+		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	gs := &v1.GitSync{Spec: v1.GitSyncSpec{Interval: metav1.Duration{Duration: time.Hour}}}
+	ctx := context.Background()
+
+	next := commit()
+	delivered := clk.Now()
+	st := &syncState{}
+	st.markFetch(delivered)
+	first, err := r.resolve(ctx, src, "a/creds", st.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
+	if err != nil || first.Commit != next {
+		t.Fatalf("first trigger = %v, %v; want %s", first, err, next)
+	}
+	srv.ResetCounts()
+
+	clk.Step(10 * time.Second) // 499 GitSyncs later
+	late := &syncState{}
+	late.markFetch(delivered)
+	notBefore := late.takeFetchMark(gs, clk.Now(), l.ResolveShareFor)
+	if !notBefore.Equal(delivered) {
+		t.Errorf("a trigger's answer must be asked after %v, got %v", delivered, notBefore)
+	}
+	if rev, err := r.resolve(ctx, src, "a/creds", notBefore); err != nil || rev != first {
+		t.Errorf("trigger 10 s later = %v, %v; want the shared %v", rev, err, first)
+	}
+	if n := srv.ListRefs.Load(); n != 0 {
+		t.Errorf("trigger 10 s later sent %d ls-remotes, want 0 (the answer after the delivery)", n)
+	}
+
+	poll := (&syncState{}).takeFetchMark(gs, clk.Now(), l.ResolveShareFor)
+	if _, err := r.resolve(ctx, src, "a/creds", poll); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.ListRefs.Load(); n != 1 {
+		t.Errorf("a poll past the window sent %d ls-remotes, want 1", n)
+	}
+
+	pushed := commit()
+	clk.Step(time.Millisecond)
+	again := &syncState{}
+	again.markFetch(clk.Now())
+	rev, err := r.resolve(ctx, src, "a/creds", again.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
+	if err != nil || rev.Commit != pushed {
+		t.Errorf("a trigger after a new push = %v, %v; want %s", rev, err, pushed)
+	}
+}
