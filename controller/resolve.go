@@ -68,7 +68,7 @@ func (r *resolver) resolve(ctx context.Context, src git.Source, origin string, n
 	now := r.clock.Now()
 	r.mu.Lock()
 	f, ok := r.flights[key]
-	if !ok || f.started.Before(notBefore) {
+	if !ok || f.started.Before(notBefore) || failedBefore(f, now.Add(-r.shareFor)) {
 		f = &flight{started: now, done: make(chan struct{})}
 		f.ctx, f.cancel = context.WithCancel(r.base())
 		r.flights[key] = f
@@ -120,6 +120,13 @@ func (r *resolver) dropOld(now time.Time) {
 			delete(r.flights, k)
 		}
 	}
+}
+
+// failedBefore reports whether f started before t and failed: a failure
+// is shared only within the window, so a trigger whose answer failed a
+// while ago asks the remote again instead of failing too.
+func failedBefore(f *flight, t time.Time) bool {
+	return f.started.Before(t) && isDone(f) && f.err != nil
 }
 
 func isDone(f *flight) bool {

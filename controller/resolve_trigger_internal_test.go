@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,38 @@ func TestTriggerSharesPastWindow(t *testing.T) {
 	rev, err := r.resolve(ctx, src, "a/creds", again.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
 	if err != nil || rev.Commit != pushed {
 		t.Errorf("a trigger after a new push = %v, %v; want %s", rev, err, pushed)
+	}
+}
+
+// TestTriggerRetriesFailedPastWindow: a failed ls-remote is shared only
+// within ResolveShareFor; a trigger arriving later than that asks the
+// remote again instead of failing with the old answer.
+//
+// Checked by sharing failures like answers: no second request.
+func TestTriggerRetriesFailedPastWindow(t *testing.T) {
+	url, srv, _ := privateRepo(t)
+	if !strings.HasSuffix(url, "/app.git") {
+		t.Fatalf("privateRepo URL %s", url)
+	}
+	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	r := newResolver(f, DefaultLimits(), clk, context.Background)
+	src := git.Source{URL: strings.TrimSuffix(url, "app.git") + "missing.git", Ref: git.Ref{Branch: "main"},
+		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	delivered := clk.Now()
+	srv.ResetCounts()
+	if _, err := r.resolve(context.Background(), src, "a/creds", delivered); err == nil {
+		t.Fatal("resolve of a missing repository succeeded")
+	}
+	first := srv.ListRefs.Load()
+	clk.Step(10 * time.Second)
+	if _, err := r.resolve(context.Background(), src, "a/creds", delivered); err == nil {
+		t.Fatal("resolve of a missing repository succeeded")
+	}
+	if n := srv.ListRefs.Load(); n <= first {
+		t.Errorf("a trigger 10 s after a failed ls-remote sent no request (%d in all); want it to ask again", n)
 	}
 }
