@@ -33,7 +33,8 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 //     between objects (objects of one template and one GitSync have the
 //     same), one empty map for every leaf of a FieldsV1 set, and one copy
 //     of each short repeated string (map keys, label values, managedFields
-//     names), each table bounded.
+//     names, kind, apiVersion, namespace, creation time), each table
+//     bounded.
 //
 // Readers must treat cached objects as read-only, as they already must
 // (the cache hands out deep copies; event handlers only read). Any other
@@ -93,6 +94,8 @@ func CompactLive(obj any) (any, error) {
 		meta["labels"] = share(l, func() { internKeys(l); internStrings(l) })
 	}
 	internKeys(u.Object)
+	internFields(u.Object, "apiVersion", "kind")
+	internFields(meta, "namespace", "creationTimestamp")
 	return u, nil
 }
 
@@ -166,7 +169,17 @@ func shareLeaves(m map[string]any) map[string]any {
 func internStrings(m map[string]any) {
 	for k, v := range m {
 		if s, ok := v.(string); ok {
-			m[k] = intern(s)
+			m[k] = internBox(s)
+		}
+	}
+}
+
+// internFields interns the string values of m's named fields: values many
+// objects repeat (kind, apiVersion, namespace, a creation second).
+func internFields(m map[string]any, names ...string) {
+	for _, k := range names {
+		if s, ok := m[k].(string); ok {
+			m[k] = internBox(s)
 		}
 	}
 }
@@ -202,11 +215,18 @@ var (
 
 // intern returns the table's copy of s, adding s while the table has room.
 func intern(s string) string {
+	return internBox(s).(string)
+}
+
+// internBox is intern for a string stored in an interface (a map value):
+// the table's interface value itself, so objects share the boxed header
+// too, not only the bytes.
+func internBox(s string) any {
 	if len(s) > internLen {
 		return s
 	}
 	if c, ok := internTable.Load(s); ok {
-		return c.(string)
+		return c
 	}
 	if internCount.Load() >= internMax {
 		return s
@@ -215,5 +235,5 @@ func intern(s string) string {
 	if !loaded {
 		internCount.Add(1)
 	}
-	return c.(string)
+	return c
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -70,7 +71,8 @@ func TestCompactLive(t *testing.T) {
 	if d := cmp.Diff(map[string]string{"team": "x"}, got.GetAnnotations()); d != "" {
 		t.Errorf("annotations (-want +got):\n%s", d)
 	}
-	for _, f := range [][]string{{"data"}, {"metadata", "labels"}, {"metadata", "uid"}, {"metadata", "resourceVersion"}} {
+	for _, f := range [][]string{{"data"}, {"metadata", "labels"}, {"metadata", "uid"}, {"metadata", "resourceVersion"},
+		{"metadata", "namespace"}, {"metadata", "creationTimestamp"}, {"kind"}, {"apiVersion"}} {
 		w, _, _ := unstructured.NestedFieldNoCopy(want.Object, f...)
 		g, _, _ := unstructured.NestedFieldNoCopy(got.Object, f...)
 		if d := cmp.Diff(w, g); d != "" {
@@ -91,6 +93,9 @@ func TestCompactLive(t *testing.T) {
 		if a != b {
 			t.Errorf("metadata.%s of two objects with equal %s is not shared", f, f)
 		}
+	}
+	if unsafe.StringData(got.GetNamespace()) != unsafe.StringData(second.GetNamespace()) {
+		t.Errorf("the namespace of two objects is not one string")
 	}
 	if v, _, _ := unstructured.NestedString(second.Object, "data", "value"); v != "9" || second.GetName() != "b" {
 		t.Errorf("second object = %s with data.value %q, want b with 9", second.GetName(), v)
