@@ -93,8 +93,8 @@ type scaleSnapshot struct {
 	rss, hwm float64
 	// anon and file split rss: heap, stacks and runtime vs mapped binary.
 	anon, file float64
-	cpu      time.Duration
-	prom     promSample
+	cpu        time.Duration
+	prom       promSample
 	// gitsyncRV is each GitSync's resourceVersion (a status write changes it).
 	gitsyncRV map[types.NamespacedName]string
 }
