@@ -66,9 +66,11 @@ func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("apply: dynamic client: %w", err)
+	dyn := opts.Dynamic
+	if dyn == nil {
+		if dyn, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
+			return nil, fmt.Errorf("apply: dynamic client: %w", err)
+		}
 	}
 	differ, c, err := newDiffer(cfg, hc, mapper, opts)
 	if err != nil {

@@ -25,9 +25,12 @@ var _ decider = (*diff.Differ)(nil)
 // newDiffer builds the Differ the Applier decides with: same field manager, and
 // a client for the dry-runs the cache cannot decide.
 func newDiffer(cfg *rest.Config, hc *http.Client, mapper meta.RESTMapper, opts Options) (*diff.Differ, client.Client, error) {
-	c, err := client.New(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
-	if err != nil {
-		return nil, nil, fmt.Errorf("apply: client: %w", err)
+	c := opts.Client
+	if c == nil {
+		var err error
+		if c, err = client.New(cfg, client.Options{HTTPClient: hc, Mapper: mapper}); err != nil {
+			return nil, nil, fmt.Errorf("apply: client: %w", err)
+		}
 	}
 	dopts := diff.DefaultOptions()
 	dopts.FieldManager = opts.FieldManager

@@ -85,17 +85,18 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 	}
 	r.resolver = newResolver(opts.Fetcher, opts.Limits, r.clock, r.baseContext)
 	r.gitEgress = gitEgress(opts.Egress, opts.Limits.GitHostConcurrency)
+	local, err := newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), mgr.GetScheme(), opts.QPS, opts.Burst)
+	if err != nil {
+		return nil, err
+	}
 	r.targets = &targets{
-		local: newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), opts.QPS, opts.Burst),
+		local: local,
 		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,
 		base: opts.Apply, runCtx: r.baseContext,
 		kubeconfig: kubeconfigOptions{allowExec: opts.AllowExecPlugins, dialer: &r.opts.Egress},
 		byKey:      map[types.NamespacedName]*target{},
 	}
-	r.probe, err = client.NewWithWatch(r.targets.local.cfg, client.Options{Scheme: mgr.GetScheme(), HTTPClient: r.targets.local.agent, Mapper: r.targets.local.mapper})
-	if err != nil {
-		return nil, err
-	}
+	r.probe = local.agent().direct
 	if r.secrets, err = newSecretWatch(mgr, r.Trigger, r.baseContext); err != nil { // secretwatch.go
 		return nil, err
 	}

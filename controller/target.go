@@ -123,7 +123,10 @@ func (t *targets) build(ctx context.Context, gs *v1.GitSync, kubeconfig *corev1.
 		if err != nil {
 			return nil, retry(v1.ReasonApplyFailed, err)
 		}
-		clients = newClusterClients(remote, cl.GetRESTMapper(), cl.GetHTTPClient(), t.qps, t.burst)
+		if clients, err = newClusterClients(remote, cl.GetRESTMapper(), cl.GetHTTPClient(), t.scheme, t.qps, t.burst); err != nil {
+			stop()
+			return nil, retry(v1.ReasonApplyFailed, err)
+		}
 		live, tgt.stop = cl.GetCache(), stop
 	}
 	user := ""
@@ -139,16 +142,12 @@ func (t *targets) build(ctx context.Context, gs *v1.GitSync, kubeconfig *corev1.
 	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
 	opts.DefaultNamespace = defaultNamespace(gs)
 	opts.Force = gs.Spec.Force
-	opts.HTTPClient, opts.Mapper = id.hc, clients.mapper
+	opts.HTTPClient, opts.Mapper, opts.Client, opts.Dynamic = id.hc, clients.mapper, id.direct, id.dyn
 	applier, err := apply.New(id.cfg, live, opts)
 	if err != nil {
 		return nil, errors.Join(err, tgt.close())
 	}
-	direct, err := client.NewWithWatch(id.cfg, client.Options{Scheme: t.scheme, HTTPClient: id.hc, Mapper: clients.mapper})
-	if err != nil {
-		return nil, errors.Join(err, tgt.close())
-	}
-	tgt.applier, tgt.direct, tgt.cache = applier, direct, live
+	tgt.applier, tgt.direct, tgt.cache = applier, id.direct, live
 	return tgt, nil
 }
 
