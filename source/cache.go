@@ -33,9 +33,13 @@ type CacheOptions struct {
 	MaxBytes int64
 }
 
-// DefaultCacheOptions keeps up to 256 renders and 256 MiB.
+// DefaultCacheOptions keeps up to 4,096 renders and 256 MiB of them
+// (packed). The count must exceed the paths an agent follows: a push to a
+// monorepo of 500 GitSyncs re-rendered every path when only 256 renders
+// were kept, though one changed. Packed renders are small (a few hundred
+// bytes per object), and each GitSync's last good render is kept anyway.
 func DefaultCacheOptions() CacheOptions {
-	return CacheOptions{MaxEntries: 256, MaxBytes: 256 << 20}
+	return CacheOptions{MaxEntries: 4096, MaxBytes: 256 << 20}
 }
 
 // Artifact is the rendered content of one git.Source at one git.Revision.
