@@ -111,3 +111,51 @@ func TestTriggerRetriesFailedPastWindow(t *testing.T) {
 		t.Errorf("a trigger 10 s after a failed ls-remote sent no request (%d in all); want it to ask again", n)
 	}
 }
+
+// TestNewSpecTakesNoOlderAnswer: a GitSync created (or edited) right after
+// a push asks the remote itself instead of taking an answer shared from
+// before the push: its path may exist only in the new commit. An agent
+// restarting over GitSyncs it applied before still shares.
+//
+// Checked without the rule: the new GitSync got the commit before the
+// push (in the e2e test, three of six new GitSyncs went Stalled "path not
+// found" for an hour).
+func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
+	url, srv, commit := privateRepo(t)
+	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := DefaultLimits()
+	r := newResolver(f, l, clk, context.Background)
+	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
+		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	applied := &v1.GitSync{Spec: v1.GitSyncSpec{Interval: metav1.Duration{Duration: time.Hour}}}
+	applied.Generation, applied.Status.ObservedGeneration = 1, 1
+	ctx := context.Background()
+
+	before := commit()
+	if rev, err := r.resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(applied, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != before {
+		t.Fatalf("first resolve = %v, %v; want %s", rev, err, before)
+	}
+	pushed := commit()
+	clk.Step(time.Second) // within ResolveShareFor
+	srv.ResetCounts()
+
+	created := applied.DeepCopy()
+	created.Status.ObservedGeneration = 0
+	if rev, err := r.resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
+		t.Errorf("a new GitSync resolved %v, %v; want the pushed %s", rev, err, pushed)
+	}
+	if n := srv.ListRefs.Load(); n != 1 {
+		t.Errorf("a new GitSync sent %d ls-remotes, want 1", n)
+	}
+	restarted := &syncState{}
+	if _, err := r.resolve(ctx, src, "a/creds", restarted.takeFetchMark(applied, clk.Now(), l.ResolveShareFor)); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.ListRefs.Load(); n != 1 {
+		t.Errorf("a GitSync applied before the restart sent its own ls-remote (%d in all), want the shared answer", n)
+	}
+}
