@@ -235,6 +235,9 @@ func controlPlanePIDs() map[string]int {
 type promSample struct {
 	// requests counts rest_client_requests_total by method.
 	requests map[string]float64
+	// kinds counts gitsync_api_requests_total by kind (watch, lease, read,
+	// write).
+	kinds map[string]float64
 	// reconciles counts gitsync_reconcile_duration_seconds_count by result.
 	reconciles map[string]float64
 	heapInuse  float64
@@ -253,7 +256,7 @@ func scrapeAgent(addr string) (promSample, error) {
 	if code != http.StatusOK {
 		return promSample{}, fmt.Errorf("/metrics answered %d: %.200s", code, body)
 	}
-	p := promSample{requests: map[string]float64{}, reconciles: map[string]float64{}}
+	p := promSample{requests: map[string]float64{}, kinds: map[string]float64{}, reconciles: map[string]float64{}}
 	for line := range strings.SplitSeq(body, "\n") {
 		if line == "" || line[0] == '#' {
 			continue
@@ -273,6 +276,8 @@ func scrapeAgent(addr string) (promSample, error) {
 		switch name {
 		case "rest_client_requests_total":
 			p.requests[label(labels, "method")] += v
+		case "gitsync_api_requests_total":
+			p.kinds[label(labels, "kind")] += v
 		case "gitsync_reconcile_duration_seconds_count":
 			p.reconciles[label(labels, "result")] += v
 		case "go_memstats_heap_inuse_bytes":

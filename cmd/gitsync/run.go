@@ -169,6 +169,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	if err := controller.CountAPIRequests(cfg, ctrlmetrics.Registry); err != nil {
+		return err
+	}
 	scheme, err := agentScheme()
 	if err != nil {
 		return err

@@ -92,7 +92,9 @@ func renderScale(b *strings.Builder, steps []*step, scales [][2]int) {
 	b.WriteString("ServiceAccounts, headless Services), one `file://` repository and namespace per GitSync, all created at once.\n")
 	b.WriteString("Floor = the same objects applied raw (16 workers) into fresh namespaces with no agent running. RSS from\n")
 	b.WriteString("`/proc` (no GOMEMLIMIT: the benchmark sets no memory limit), Go heap in use from the agent's metrics; steady state\n")
-	b.WriteString("is a window starting 5 s after convergence.\n\n")
+	b.WriteString("is a window starting 5 s after convergence; its requests are the reads and writes the agent counts in\n")
+	b.WriteString("`gitsync_api_requests_total` (informers re-opening their watches every 5–10 minutes are not counted). The agent\n")
+	b.WriteString("is built as `make build` builds it (static, `-s -w`).\n\n")
 	b.WriteString("| objects | converge | floor | time / floor | objects/s | RSS converged (peak) | RSS steady | Go heap | CPU s agent / apiserver / etcd (floor: apiserver / etcd) | steady requests / status writes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range scales {
