@@ -25,15 +25,7 @@ import (
 // by now − shareFor): the trigger 10 s later sent a second ls-remote.
 func TestTriggerSharesPastWindow(t *testing.T) {
 	url, srv, commit := privateRepo(t)
-	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Now())
-	l := DefaultLimits()
-	r := newResolver(f, l, clk, context.Background)
-	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
-		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	r, clk, l, src := triggerResolver(t, url)
 	gs := &v1.GitSync{Spec: v1.GitSyncSpec{Interval: metav1.Duration{Duration: time.Hour}}}
 	ctx := context.Background()
 
@@ -122,15 +114,7 @@ func TestTriggerRetriesFailedPastWindow(t *testing.T) {
 // found" for an hour).
 func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
 	url, srv, commit := privateRepo(t)
-	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Now())
-	l := DefaultLimits()
-	r := newResolver(f, l, clk, context.Background)
-	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
-		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	r, clk, l, src := triggerResolver(t, url)
 	applied := &v1.GitSync{Spec: v1.GitSyncSpec{Interval: metav1.Duration{Duration: time.Hour}}}
 	applied.Generation, applied.Status.ObservedGeneration = 1, 1
 	ctx := context.Background()
@@ -158,4 +142,19 @@ func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
 	if n := srv.ListRefs.Load(); n != 1 {
 		t.Errorf("a GitSync applied before the restart sent its own ls-remote (%d in all), want the shared answer", n)
 	}
+}
+
+// triggerResolver is a resolver on a fake clock with default limits, and
+// the source of url with the credentials privateRepo accepts.
+func triggerResolver(t *testing.T, url string) (*resolver, *clocktesting.FakeClock, Limits, git.Source) {
+	t.Helper()
+	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := DefaultLimits()
+	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
+		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
+	return newResolver(f, l, clk, context.Background), clk, l, src
 }
