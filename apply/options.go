@@ -80,7 +80,7 @@ type Options struct {
 	// reads, dry-runs and writes through, shared by every Applier of one
 	// cluster and identity (built from the same config, HTTPClient and
 	// Mapper). Each client keeps a REST client per kind it used: one set
-	// per GitSync cost ~50 KB each on an agent of 1,000 GitSyncs. When nil,
+	// per GitSync cost ~20 KB each on an agent of 1,000 GitSyncs. When nil,
 	// New builds them.
 	Client  client.Client
 	Dynamic dynamic.Interface
