@@ -129,6 +129,18 @@ func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
 
 	created := applied.DeepCopy()
 	created.Status.ObservedGeneration = 0
+	// Marked by a webhook delivered before the first answer (so a mark
+	// alone would take that answer): a new spec still asks again.
+	marked := &syncState{}
+	marked.markFetch(clk.Now().Add(-2 * time.Second))
+	if rev, err := r.resolve(ctx, src, "a/creds", marked.takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
+		t.Errorf("a new GitSync marked before the push resolved %v, %v; want the pushed %s", rev, err, pushed)
+	}
+	if n := srv.ListRefs.Load(); n != 1 {
+		t.Errorf("a new GitSync marked before the push sent %d ls-remotes, want 1", n)
+	}
+	clk.Step(time.Millisecond)
+	srv.ResetCounts()
 	if rev, err := r.resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
 		t.Errorf("a new GitSync resolved %v, %v; want the pushed %s", rev, err, pushed)
 	}

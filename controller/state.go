@@ -78,16 +78,17 @@ func (s *syncState) takeFetchMark(gs *v1.GitSync, now time.Time, shareFor time.D
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	notBefore := now.Add(-shareFor)
+	if s.fetchNow {
+		notBefore = later(now.Add(-intervalOf(gs)), s.fetchAt)
+	}
 	if gs.Status.ObservedGeneration != gs.Generation && (s.resolvedAt.IsZero() || s.generation != gs.Generation) {
 		// A spec this agent has not applied (a new GitSync, an edit): it
 		// was likely written right after the push it is for, which a
 		// shared answer from a moment ago would not show ("path not
-		// found" until the next interval). An agent's restart, where the
-		// spec was applied before, still shares.
-		notBefore = now
-	}
-	if s.fetchNow {
-		notBefore = later(now.Add(-intervalOf(gs)), s.fetchAt)
+		// found" until the next interval), even one a webhook's mark
+		// would take. An agent's restart, where the spec was applied
+		// before, still shares.
+		notBefore = later(notBefore, now)
 	}
 	if req := gs.Annotations[RequestedAtAnnotation]; req != s.requested {
 		notBefore = later(notBefore, requestedAt(req, now))

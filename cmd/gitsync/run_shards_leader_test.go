@@ -162,7 +162,7 @@ type fakeLeader struct {
 		Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
 	}
 	quit, done chan struct{}
-	renewed   time.Time
+	renewed    time.Time
 }
 
 func startLeader(t *testing.T, leases interface {

@@ -223,8 +223,9 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, i
 
 // dispatch finds the sources of the event's repository, keeps those whose
 // secret verifies (one check per distinct secret, so a wrong signature
-// costs as many HMACs as the repository has secrets, not sources), and, unless the delivery was seen before, enqueues those
-// whose branch matches. The caller answers 202 whatever it finds.
+// costs as many HMACs as the repository has secrets, not sources), and,
+// unless the delivery was seen before, enqueues those whose branch
+// matches. The caller answers 202 whatever it finds.
 func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Header, body []byte, ev pushEvent, d *Delivery) {
 	received := r.opts.Clock.Now() // after the push the payload announces
 	targets := r.lookup(ctx, ev.RepoURLs)
