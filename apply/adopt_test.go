@@ -1,6 +1,10 @@
 package apply_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"testing"
 
@@ -13,7 +17,6 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestAdoptionThroughManagedOnlyCache: with a cache that holds only objects
@@ -25,7 +28,7 @@ func TestAdoptionThroughManagedOnlyCache(t *testing.T) {
 	ctx := context.Background()
 	count := &testenv.RequestCounter{}
 	cfg := count.Wrap(env.Config)
-	req, err := labels.NewRequirement(inventory.NameLabel, selection.Exists, nil)
+	req, err := labels.NewRequirement(v1.LabelName, selection.Exists, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestAdoptionThroughManagedOnlyCache(t *testing.T) {
 		t.Fatal("cache did not sync")
 	}
 	opts := apply.DefaultOptions()
-	opts.OwnerLabels = inventory.OwnerLabels("app", "gitsync-system")
+	opts.OwnerLabels = object.OwnerLabels("app", "gitsync-system")
 	a, err := apply.New(cfg, c, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +75,7 @@ func TestAdoptionThroughManagedOnlyCache(t *testing.T) {
 		t.Errorf("actions (-want +got):\n%s", d)
 	}
 	for _, o := range []*unstructured.Unstructured{same, edited, fresh} {
-		if l := getLive(t, o).GetLabels(); !inventory.OwnedBy(l, "app", "gitsync-system") {
+		if l := getLive(t, o).GetLabels(); !object.OwnedBy(l, "app", "gitsync-system") {
 			t.Errorf("%s labels = %v, want owner labels", o.GetName(), l)
 		}
 	}

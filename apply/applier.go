@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Applier applies sets of desired objects with server-side apply. It is safe
@@ -231,8 +231,8 @@ func (r *run) createdEarlier(obj *unstructured.Unstructured, e Entry) bool {
 
 // idOf returns obj's ID with the default namespace filled in when obj names
 // none; applyOne corrects it for cluster-scoped kinds.
-func idOf(obj *unstructured.Unstructured, defaultNamespace string) inventory.ObjectID {
-	id := inventory.IDOf(obj)
+func idOf(obj *unstructured.Unstructured, defaultNamespace string) object.ID {
+	id := object.IDOf(obj)
 	if id.Namespace == "" {
 		id.Namespace = defaultNamespace
 	}

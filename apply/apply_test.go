@@ -1,6 +1,10 @@
 package apply_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"strings"
@@ -15,7 +19,6 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 const configMap = `
@@ -41,7 +44,7 @@ func cm(t *testing.T, ns, name string, data map[string]string) *unstructured.Uns
 func TestApplyActions(t *testing.T) {
 	ns := env.Namespace(t)
 	opts := apply.DefaultOptions()
-	opts.OwnerLabels = inventory.OwnerLabels("app", "gitsync-system")
+	opts.OwnerLabels = object.OwnerLabels("app", "gitsync-system")
 	f := newFixture(t, opts)
 	svc := obj(t, ns, `
 apiVersion: v1
@@ -58,7 +61,7 @@ spec:
 	if d := cmp.Diff(want, actions(cs)); d != "" {
 		t.Fatalf("first apply (-want +got):\n%s", d)
 	}
-	if got := getLive(t, a).GetLabels(); got[inventory.NameLabel] != "app" || got[inventory.NamespaceLabel] != "gitsync-system" {
+	if got := getLive(t, a).GetLabels(); got[gitsyncv1.LabelName] != "app" || got[gitsyncv1.LabelNamespace] != "gitsync-system" {
 		t.Errorf("owner labels not stamped: %v", got)
 	}
 	if e := entry(t, cs, "ConfigMap/"+ns+"/a"); e.UID != getLive(t, a).GetUID() {
@@ -221,7 +224,7 @@ func TestImmutableField(t *testing.T) {
 
 			v2 := obj(t, ns, strings.ReplaceAll(deployment, "SEL", "two"))
 			if tt.annotation {
-				v2.SetAnnotations(map[string]string{apply.RecreateAnnotation: "enabled"})
+				v2.SetAnnotations(map[string]string{gitsyncv1.AnnotationRecreate: "enabled"})
 			}
 			e := f.apply(t, v2).Entries[0]
 			if e.Action != tt.wantAction {
@@ -453,7 +456,7 @@ func TestPruneDisabledObjectIsApplied(t *testing.T) {
 	ns := env.Namespace(t)
 	f := newFixture(t, apply.DefaultOptions())
 	o := cm(t, ns, "kept", nil)
-	o.SetAnnotations(map[string]string{inventory.PruneAnnotation: "disabled"})
+	o.SetAnnotations(map[string]string{gitsyncv1.AnnotationPrune: gitsyncv1.PruneDisabled})
 	if e := f.apply(t, o).Entries[0]; e.Action != apply.Created {
 		t.Fatalf("action %s (%v), want created", e.Action, e.Err)
 	}
@@ -463,7 +466,7 @@ func TestPruneDisabledObjectIsApplied(t *testing.T) {
 func TestReapplyUnchangedMakesNoRequests(t *testing.T) {
 	ns := env.Namespace(t)
 	opts := apply.DefaultOptions()
-	opts.OwnerLabels = inventory.OwnerLabels("app", "gitsync-system")
+	opts.OwnerLabels = object.OwnerLabels("app", "gitsync-system")
 	f := newFixture(t, opts)
 	var objs []*unstructured.Unstructured
 	for _, n := range []string{"r1", "r2", "r3", "r4", "r5"} {

@@ -1,13 +1,13 @@
 package apply
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"errors"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Action is what happened (or, in a dry run, would happen) to one object.
@@ -30,7 +30,7 @@ var actionOrder = []Action{Created, Configured, Unchanged, Pruned, Skipped, Fail
 // Entry is the outcome for one object.
 type Entry struct {
 	// ID names the object independent of its API version.
-	ID inventory.ObjectID
+	ID object.ID
 	// Subject is ID.String(): "Kind/namespace/name", the form used in every message.
 	Subject string
 	// Action is what happened.

@@ -11,7 +11,7 @@
 // field managers are reported as *ConflictError and left alone, except for
 // the managers in Options.TakeOverManagers (kubectl's); Force takes all.
 // Immutable-field changes are *ImmutableError unless the object opts in to
-// recreation (RecreateAnnotation) or Force is set. Apply never prunes.
+// recreation (v1.AnnotationRecreate) or Force is set. Apply never prunes.
 // An error about a Secret never holds a value: it is rebuilt from the
 // status's code, reason and causes' field paths, keeping its class
 // (redact.go).

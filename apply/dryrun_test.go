@@ -1,6 +1,8 @@
 package apply_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"strings"
@@ -13,7 +15,6 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestApplyWithoutOwnerLabelsKeepsThem: objects a sync applied keep its owner
@@ -22,7 +23,7 @@ import (
 func TestApplyWithoutOwnerLabelsKeepsThem(t *testing.T) {
 	ns := env.Namespace(t)
 	owned := apply.DefaultOptions()
-	owned.OwnerLabels = inventory.OwnerLabels("web", "prod")
+	owned.OwnerLabels = object.OwnerLabels("web", "prod")
 	f := newFixture(t, owned)
 	same, changed := cm(t, ns, "same", nil), cm(t, ns, "changed", nil)
 	f.apply(t, same, changed)
@@ -39,7 +40,7 @@ func TestApplyWithoutOwnerLabelsKeepsThem(t *testing.T) {
 		t.Errorf("want 1 write (the changed ConfigMap), got %d:\n%s", n, testenv.JoinRequests(g.count.Requests()))
 	}
 	for _, o := range []*unstructured.Unstructured{same, changed} {
-		if got := getLive(t, o).GetLabels(); !inventory.OwnedBy(got, "web", "prod") {
+		if got := getLive(t, o).GetLabels(); !object.OwnedBy(got, "web", "prod") {
 			t.Errorf("%s lost its owner labels: %v", o.GetName(), got)
 		}
 	}

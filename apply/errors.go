@@ -1,6 +1,8 @@
 package apply
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"errors"
 	"fmt"
 	"regexp"
@@ -54,7 +56,7 @@ func (e *ConflictError) Managers() []string {
 }
 
 // ImmutableError reports a change to a field the apiserver does not allow to
-// change. The object is recreated only when it carries RecreateAnnotation:
+// change. The object is recreated only when it carries v1.AnnotationRecreate:
 // "enabled" or Force is set.
 type ImmutableError struct {
 	// Fields are the immutable field paths, e.g. "spec.selector".
@@ -67,7 +69,7 @@ type ImmutableError struct {
 // apiserver's text is left out (it quotes values as Go literals), Unwrap has it.
 func (e *ImmutableError) Error() string {
 	return fmt.Sprintf("immutable field %s changed: to delete and recreate the object, use --force (spec.force for a GitSync) or annotate it %s: enabled",
-		strings.Join(e.Fields, ", "), RecreateAnnotation)
+		strings.Join(e.Fields, ", "), v1.AnnotationRecreate)
 }
 
 func (e *ImmutableError) Unwrap() error { return e.Err }

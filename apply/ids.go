@@ -1,11 +1,11 @@
 package apply
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // IDs returns, without writing anything, the ID under which Apply would
@@ -14,9 +14,9 @@ import (
 // takes its scope from a CustomResourceDefinition in objs (created in
 // Apply's first stage). The ID is zero when the kind is unknown either way:
 // Apply skips such an object. Callers record the IDs before the apply.
-func (a *Applier) IDs(objs []*unstructured.Unstructured) []inventory.ObjectID {
+func (a *Applier) IDs(objs []*unstructured.Unstructured) []object.ID {
 	defined := definedScopes(objs)
-	ids := make([]inventory.ObjectID, len(objs))
+	ids := make([]object.ID, len(objs))
 	for i, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		namespaced, ok := defined[gvk.GroupKind()]
@@ -26,7 +26,7 @@ func (a *Applier) IDs(objs []*unstructured.Unstructured) []inventory.ObjectID {
 		if !ok {
 			continue
 		}
-		id := inventory.IDOf(obj)
+		id := object.IDOf(obj)
 		switch {
 		case !namespaced:
 			id.Namespace = ""

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"maps"
@@ -11,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/diff"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // applyOne plans and, unless the object is unchanged or this is a dry run,
@@ -86,7 +87,7 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fres
 		return a.failPlan(e, "apply", err)
 	}
 	desired := a.prepare(obj, mapping)
-	e.ID = inventory.IDOf(desired)
+	e.ID = object.IDOf(desired)
 	e.Subject = e.ID.String()
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace && desired.GetNamespace() == "" {
 		e.Action, e.Err = Failed, fmt.Errorf("%s apply failed: namespaced object without namespace and no default namespace", e.Subject)
@@ -159,7 +160,7 @@ func keepOwnerLabels(desired, live *unstructured.Unstructured) {
 		return
 	}
 	labels := desired.GetLabels()
-	for _, k := range inventory.OwnerLabelKeys() {
+	for _, k := range object.OwnerLabelKeys() {
 		v, ok := live.GetLabels()[k]
 		if !ok {
 			continue

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"net/http"
 	"time"
 
@@ -10,10 +12,6 @@ import (
 
 	"gitsync.dev/gitsync/inventory"
 )
-
-// RecreateAnnotation set to "enabled" on an object lets the Applier delete
-// and recreate it when a change touches an immutable field.
-const RecreateAnnotation = "gitsync.dev/recreate"
 
 // DefaultConcurrency is the number of objects applied in parallel within a
 // stage. It was chosen from the benchmark in bench/ (see bench/RESULTS.md):
@@ -30,7 +28,7 @@ type Options struct {
 	// Force takes ownership of fields from every other manager and allows
 	// recreating objects whose immutable fields changed.
 	Force bool
-	// OwnerLabels are stamped on every applied object (inventory.OwnerLabels),
+	// OwnerLabels are stamped on every applied object (object.OwnerLabels),
 	// so pruning can prove the object is ours. When empty (a CLI apply or
 	// diff without a sync name) an object keeps the owner labels its live
 	// object carries: applying without a name never takes an object away
@@ -38,7 +36,7 @@ type Options struct {
 	// applied is in sync.
 	OwnerLabels map[string]string
 	// Recorded is the owner's stored inventory. It is consulted only for a
-	// CLI owner: its objects applied before inventory.OwnerKindLabel existed
+	// CLI owner: its objects applied before v1.LabelOwnerKind existed
 	// carry the labels of the GitSync of the same name, and are the CLI's
 	// when the inventory recorded their live UID.
 	Recorded *inventory.Inventory
@@ -103,7 +101,7 @@ func DefaultTakeOverManagers() []string {
 // DefaultOptions returns the options gitsync runs with.
 func DefaultOptions() Options {
 	return Options{
-		FieldManager:     inventory.FieldManager,
+		FieldManager:     v1.FieldManager,
 		Concurrency:      DefaultConcurrency,
 		TakeOverManagers: DefaultTakeOverManagers(),
 		CRDTimeout:       time.Minute,

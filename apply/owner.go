@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // OwnerConflictError says the live object belongs to another sync: its owner
@@ -16,7 +18,7 @@ type OwnerConflictError struct {
 	// Subject is the object, "Kind/namespace/name".
 	Subject string
 	// Owner is the sync the live object's labels name.
-	Owner inventory.Owner
+	Owner object.Owner
 }
 
 func (e *OwnerConflictError) Error() string {
@@ -32,8 +34,8 @@ func (a *Applier) ownerConflict(subject string, live *unstructured.Unstructured)
 	if live == nil || len(a.opts.OwnerLabels) == 0 {
 		return nil
 	}
-	other, owned := inventory.OwnerOf(live.GetLabels())
-	me, _ := inventory.OwnerOf(a.opts.OwnerLabels)
+	other, owned := object.OwnerOf(live.GetLabels())
+	me, _ := object.OwnerOf(a.opts.OwnerLabels)
 	if !owned || other == me || a.recordedLegacy(live, me, other) {
 		return nil
 	}
@@ -43,13 +45,13 @@ func (a *Applier) ownerConflict(subject string, live *unstructured.Unstructured)
 // recordedLegacy reports whether live is a CLI inventory's object labelled
 // before the owner-kind label existed (it then reads as the GitSync of the
 // same name) that the inventory recorded with this very UID.
-func (a *Applier) recordedLegacy(live *unstructured.Unstructured, me, other inventory.Owner) bool {
-	if !me.CLI || other != inventory.GitSyncOwner(me.Namespace, me.Name) {
+func (a *Applier) recordedLegacy(live *unstructured.Unstructured, me, other object.Owner) bool {
+	if !me.CLI || other != object.GitSyncOwner(me.Namespace, me.Name) {
 		return false
 	}
-	if _, hasKind := live.GetLabels()[inventory.OwnerKindLabel]; hasKind {
+	if _, hasKind := live.GetLabels()[v1.LabelOwnerKind]; hasKind {
 		return false
 	}
-	uid := a.opts.Recorded.UID(inventory.IDOf(live))
+	uid := a.opts.Recorded.UID(object.IDOf(live))
 	return uid != "" && uid == live.GetUID()
 }

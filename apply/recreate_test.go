@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"gitsync.dev/gitsync/apply"
 )
 
@@ -81,7 +83,7 @@ func TestImmutableChangeOnAnyKind(t *testing.T) {
 			if e.Action != apply.Failed || !errors.As(e.Err, &ie) || !slicesContain(ie.Fields, tt.field) {
 				t.Fatalf("without opt-in: %s, %v (%T); want failed with an *ImmutableError on %s", e.Action, e.Err, errors.Unwrap(e.Err), tt.field)
 			}
-			for _, hint := range []string{"--force", apply.RecreateAnnotation + ": enabled"} {
+			for _, hint := range []string{"--force", gitsyncv1.AnnotationRecreate + ": enabled"} {
 				if !strings.Contains(e.Err.Error(), hint) {
 					t.Errorf("error %q does not say %q", e.Err, hint)
 				}
@@ -103,7 +105,7 @@ func TestImmutableChangeOnAnyKind(t *testing.T) {
 			if !tt.deletable {
 				return
 			}
-			v2.SetAnnotations(map[string]string{apply.RecreateAnnotation: "enabled"})
+			v2.SetAnnotations(map[string]string{gitsyncv1.AnnotationRecreate: "enabled"})
 			e = f.apply(t, v2).Entries[0]
 			live := getLive(t, v2)
 			if e.Action != apply.Configured || !e.Recreated || live.GetUID() == oldUID || e.UID != live.GetUID() {

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -15,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/diff"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Secret values never leave the Secret. The apiserver's messages quote the
@@ -38,14 +39,14 @@ import (
 const withheldNote = "(the apiserver's message is withheld: it may quote Secret values)"
 
 // isSecret reports whether id is a core Secret.
-func isSecret(id inventory.ObjectID) bool { return id.Group == "" && id.Kind == "Secret" }
+func isSecret(id object.ID) bool { return id.Group == "" && id.Kind == "Secret" }
 
 // secretSafe returns err as it may be told about the object id: unchanged
 // unless id is a Secret, else rebuilt without any text the apiserver or a
 // library wrote. desired, when known, is checked for the mistakes whose
 // rejection the apiserver reports without a field (bad base64, a value that
 // is not a string), so the message still says what to fix.
-func secretSafe(id inventory.ObjectID, desired *unstructured.Unstructured, err error) error {
+func secretSafe(id object.ID, desired *unstructured.Unstructured, err error) error {
 	if err == nil || !isSecret(id) {
 		return err
 	}

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"fmt"
 	"slices"
@@ -78,5 +80,5 @@ func (a *Applier) takesOver(ce *ConflictError) bool {
 }
 
 func (a *Applier) mayRecreate(obj *unstructured.Unstructured) bool {
-	return a.opts.Force || obj.GetAnnotations()[RecreateAnnotation] == "enabled"
+	return a.opts.Force || obj.GetAnnotations()[v1.AnnotationRecreate] == "enabled"
 }

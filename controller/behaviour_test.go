@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestDriftIsReverted edits a managed object the way kubectl edit does; the
@@ -132,7 +131,7 @@ func TestDeletionPolicies(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Orphan policy removed ConfigMap %s: %v", tc.object, err)
 				}
-				if _, ok := cm.Labels[inventory.NameLabel]; ok {
+				if _, ok := cm.Labels[v1.LabelName]; ok {
 					t.Errorf("orphaned ConfigMap still has owner labels: %v", cm.Labels)
 				}
 			}

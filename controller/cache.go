@@ -7,13 +7,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // CacheOptions returns the cache options of the manager New is given:
 // GitSyncs as gitsyncs selects them (namespaces, a shard label; all of them
 // when it sets no label), and of every other kind only the objects carrying
-// the owner label inventory.NameLabel. The appliers, drift watches and
+// the owner label v1.LabelName. The appliers, drift watches and
 // health checks read managed objects from that cache, so the agent's memory
 // follows what it manages, not the size of the cluster (without it, applying
 // one ConfigMap caches every ConfigMap in the cluster).
@@ -41,9 +40,9 @@ func CacheOptions(gitsyncs cache.ByObject) cache.Options {
 }
 
 // ManagedSelector selects the objects some GitSync manages: those with the
-// owner label inventory.NameLabel.
+// owner label v1.LabelName.
 func ManagedSelector() labels.Selector {
-	req, err := labels.NewRequirement(inventory.NameLabel, selection.Exists, nil)
+	req, err := labels.NewRequirement(v1.LabelName, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key
 	}

@@ -1,14 +1,14 @@
 package controller
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // lastAppliedAnnotation is kubectl's client-side apply record: a copy of
@@ -21,7 +21,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // uses and shares what many objects repeat, so each cached object costs
 // less memory. On an *unstructured.Unstructured it
 //   - keeps only the managedFields entries of gitsync's field manager
-//     (inventory.FieldManager), which the diff's local in-sync decision
+//     (v1.FieldManager), which the diff's local in-sync decision
 //     reads, without their timestamps (the diff's memo ignores them too);
 //     other managers' entries never decide a verdict (the dry-run compares
 //     values and gitsync's own field set, and a field someone else took
@@ -56,7 +56,7 @@ func CompactLive(obj any) (any, error) {
 		var kept []any
 		for _, e := range entries {
 			entry, _ := e.(map[string]any)
-			if entry == nil || entry["manager"] != inventory.FieldManager {
+			if entry == nil || entry["manager"] != v1.FieldManager {
 				continue
 			}
 			slim := make(map[string]any, len(entry))

@@ -248,7 +248,7 @@ func TestEditTakeoverIsDriftWhenGitAgrees(t *testing.T) {
 	// after the takeover is of the commit that agrees with the edit.
 	p = client.MergeFrom(g.DeepCopy())
 	g.Spec.Suspend = false
-	metav1.SetMetaDataAnnotation(&g.ObjectMeta, controller.RequestedAtAnnotation, "git-agrees")
+	metav1.SetMetaDataAnnotation(&g.ObjectMeta, v1.AnnotationRequestedAt, "git-agrees")
 	if err := c.Patch(ctx, g, p); err != nil {
 		t.Fatal(err)
 	}

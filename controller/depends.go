@@ -35,10 +35,6 @@ import (
 // not copied (it is another tenant's to read): only its name, whether it
 // exists and its Ready reason are.
 
-// dependsOnIndex indexes GitSyncs by the "namespace/name" of each GitSync
-// in their spec.dependsOn.
-const dependsOnIndex = "gitsync.dev/dependsOn"
-
 // maxDependencyWalk bounds the GitSyncs read while looking for a cycle.
 const maxDependencyWalk = 1000
 
@@ -177,7 +173,7 @@ func (r *GitSyncReconciler) dependencyCycle(ctx context.Context, gs *v1.GitSync)
 // dependents of a GitSync whose readiness (or dependsOn) changed, or which
 // was created or deleted.
 func (r *GitSyncReconciler) watchDependents(mgr manager.Manager, c controller.Controller) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.GitSync{}, dependsOnIndex, func(o client.Object) []string {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.GitSync{}, v1.IndexDependsOn, func(o client.Object) []string {
 		gs, ok := o.(*v1.GitSync)
 		if !ok {
 			return nil
@@ -206,7 +202,7 @@ func (r *GitSyncReconciler) watchDependents(mgr manager.Manager, c controller.Co
 func (r *GitSyncReconciler) dependents(ctx context.Context, gs *v1.GitSync) []reconcile.Request {
 	list := &v1.GitSyncList{}
 	key := client.ObjectKeyFromObject(gs).String()
-	if err := r.client.List(ctx, list, client.MatchingFields{dependsOnIndex: key}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{v1.IndexDependsOn: key}); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -238,7 +234,7 @@ func readiness(gs *v1.GitSync) dependencyState {
 // progressReason reports whether a Ready=False reason means progress, not
 // failure: its event is Normal, and the Ready that follows is no recovery.
 func progressReason(reason string) bool {
-	return reason == ReasonWaitingForHealth || reason == v1.ReasonDependencyNotReady
+	return reason == v1.ReasonWaitingForHealth || reason == v1.ReasonDependencyNotReady
 }
 
 // waitingReason is the reason of a waiting outcome's conditions.
@@ -246,5 +242,5 @@ func (o *outcome) waitingReason() string {
 	if o.waitReason != "" {
 		return o.waitReason
 	}
-	return ReasonWaitingForHealth
+	return v1.ReasonWaitingForHealth
 }

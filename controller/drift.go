@@ -1,6 +1,8 @@
 package controller
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"fmt"
 	"maps"
@@ -17,8 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // driftWatcher watches the kinds GitSyncs applied, through the same cache
@@ -79,7 +79,7 @@ func ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Requ
 
 func ownerKey(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
 	l := obj.GetLabels()
-	name, ns := l[inventory.NameLabel], l[inventory.NamespaceLabel]
+	name, ns := l[v1.LabelName], l[v1.LabelNamespace]
 	return types.NamespacedName{Namespace: ns, Name: name}, name != "" && ns != ""
 }
 
@@ -104,7 +104,7 @@ func driftPredicate(waits *waitSet) predicate.TypedPredicate[*unstructured.Unstr
 }
 
 func isManaged(obj *unstructured.Unstructured) bool {
-	return obj != nil && obj.GetLabels()[inventory.NameLabel] != ""
+	return obj != nil && obj.GetLabels()[v1.LabelName] != ""
 }
 
 // nonStatusChanged reports whether anything but status and bookkeeping

@@ -63,8 +63,8 @@ func classifyFetch(err error) error {
 		return stalled(v1.ReasonRenderFailed, err)
 	case git.IsPermanent(err):
 		return stalled(git.Reason(err), withFetchHint(err))
-	case git.Reason(err) == git.ReasonHostUnreachable:
-		return retry(git.ReasonHostUnreachable, err)
+	case git.Reason(err) == v1.ReasonHostUnreachable:
+		return retry(v1.ReasonHostUnreachable, err)
 	default:
 		return retry(v1.ReasonFetchFailed, err)
 	}
@@ -74,10 +74,10 @@ func classifyFetch(err error) error {
 // that fixes it, where the source's message cannot know it.
 func withFetchHint(err error) error {
 	switch git.Reason(err) {
-	case git.ReasonAuthenticationRequired:
+	case v1.ReasonAuthenticationRequired:
 		return fmt.Errorf("%w; set spec.source.secretRef to a Secret with keys %s and %s, or %s (https), or %s and %s (ssh)", err,
 			git.SecretKeyUsername, git.SecretKeyPassword, git.SecretKeyBearerToken, git.SecretKeyIdentity, git.SecretKeyKnownHosts)
-	case git.ReasonRepositoryNotFound:
+	case v1.ReasonRepositoryNotFound:
 		return fmt.Errorf("%w; check spec.source.url", err)
 	}
 	return err
@@ -144,7 +144,7 @@ func classifyPrune(err error) error {
 	var re *inventory.RefusedError
 	if errors.As(err, &re) {
 		if errors.Is(err, inventory.ErrPruneLimit) {
-			err = fmt.Errorf("%w; if the removal is intended, annotate the GitSync %s=1 for this sync", err, inventory.PruneMaxShareAnnotation)
+			err = fmt.Errorf("%w; if the removal is intended, annotate the GitSync %s=1 for this sync", err, v1.AnnotationPruneMaxShare)
 		}
 		return stalled(v1.ReasonPruneFailed, err)
 	}

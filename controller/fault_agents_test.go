@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"encoding/json"
 	"net/http"
@@ -20,7 +22,6 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestFaultDiscoveryFailsForOneGroup: a Widget (a custom resource) is in
@@ -56,7 +57,7 @@ func TestFaultDiscoveryFailsForOneGroup(t *testing.T) {
 	gs := waitCondition(t, f.c, f.key, v1.ConditionReady, metav1.ConditionFalse, func(g *v1.GitSync) bool {
 		return failing.Matched() > 0 && strings.Contains(g.Status.LastAttemptedRevision, commit2)
 	})
-	wid := inventory.ObjectID{Group: group, Kind: "Widget", Namespace: f.ns, Name: "w"}
+	wid := object.ID{Group: group, Kind: "Widget", Namespace: f.ns, Name: "w"}
 	if !recorded(t, gs, wid) {
 		t.Errorf("Widget dropped from the inventory while its group's discovery failed: %+v", gs.Status.Inventory)
 	}
@@ -159,7 +160,7 @@ func TestFaultUpgradeFromPreviousStatusFormat(t *testing.T) {
 	}
 	var old []oldEntry
 	for _, n := range []string{"a", "b", "c"} {
-		id := inventory.ObjectID{Kind: "ConfigMap", Namespace: f.ns, Name: n}
+		id := object.ID{Kind: "ConfigMap", Namespace: f.ns, Name: n}
 		old = append(old, oldEntry{ID: id.Key(), Version: "v1", UID: before[n]})
 	}
 	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/status/inventory", "value": map[string]any{"entries": old}}})

@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"net/http"
 	"slices"
@@ -12,7 +14,6 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestFaultAPIServerRestartMidApply: the apiserver is stopped while the
@@ -81,7 +82,7 @@ func TestFaultAdmissionDeniesPrune(t *testing.T) {
 	deletes := f.proxy.MustInject(t, testenv.Fault{Method: http.MethodDelete, Path: configMapPath(f.ns, "b")})
 	request(t, f.c, f.key, "commit2")
 	gs := f.waitNotReady(t, v1.ReasonPruneFailed, "ConfigMap/"+f.ns+"/b")
-	if !recorded(t, gs, inventory.ObjectID{Kind: "ConfigMap", Namespace: f.ns, Name: "b"}) {
+	if !recorded(t, gs, object.ID{Kind: "ConfigMap", Namespace: f.ns, Name: "b"}) {
 		t.Errorf("ConfigMap b dropped from the inventory after its prune was denied: %+v", gs.Status.Inventory)
 	}
 	f.assertSurvived(t, before)
@@ -101,7 +102,7 @@ func TestFaultAdmissionDeniesPrune(t *testing.T) {
 }
 
 // recorded reports whether gs's status inventory lists id.
-func recorded(t *testing.T, gs *v1.GitSync, id inventory.ObjectID) bool {
+func recorded(t *testing.T, gs *v1.GitSync, id object.ID) bool {
 	t.Helper()
 	if gs.Status.Inventory == nil {
 		return false

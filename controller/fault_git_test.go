@@ -14,7 +14,6 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/gittest"
-	"gitsync.dev/gitsync/source/git"
 )
 
 // gitHost serves one repository on loopback (internal/gittest) behind basic
@@ -53,12 +52,12 @@ func TestFaultGitSource(t *testing.T) {
 	}{
 		"host down": {
 			fault:  func(t *testing.T, h *gitHost, r *repo) { h.Close() },
-			reason: git.ReasonHostUnreachable,
+			reason: v1.ReasonHostUnreachable,
 			words:  []string{"unreachable", "connection refused"},
 		},
 		"auth revoked": {
 			fault:   func(t *testing.T, h *gitHost, r *repo) { h.SetPassword("rotated") },
-			reason:  git.ReasonAuthenticationFailed,
+			reason:  v1.ReasonAuthenticationFailed,
 			stalled: true,
 			words:   []string{"rejected the username and password from Secret/", "/git-auth"},
 		},
@@ -67,7 +66,7 @@ func TestFaultGitSource(t *testing.T) {
 				r.git("checkout", "-q", "-b", "other")
 				r.git("branch", "-q", "-D", "main")
 			},
-			reason:  git.ReasonRefNotFound,
+			reason:  v1.ReasonRefNotFound,
 			stalled: true,
 			words:   []string{`branch "main" not found`, "the remote has branches other"},
 		},

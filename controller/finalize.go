@@ -24,7 +24,7 @@ import (
 // GitSync never stays Terminating forever.
 func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *syncState) (string, ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(gs)
-	if !controllerutil.ContainsFinalizer(gs, inventory.Finalizer) {
+	if !controllerutil.ContainsFinalizer(gs, v1.Finalizer) {
 		r.forget(key)
 		return "deleted", ctrl.Result{}, nil
 	}
@@ -49,12 +49,12 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 		return "retry", ctrl.Result{RequeueAfter: dec.RequeueAfter}, serr
 	}
 	crashpoint.Hit(crashpoint.InFinalizer)
-	if dec.Reason == inventory.ReasonTimedOut {
+	if dec.Reason == v1.ReasonTimedOut {
 		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, dec.Reason, "Finalize", "%s", clip(dec.Message))
 	} else if note := changeNote(&outcome{pruned: res, attempted: gs.Status.LastAppliedRevision}); note != "" {
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, string(gs.Spec.DeletionPolicy), "Finalize", "%s", clip(note))
 	}
-	if err := r.patchMeta(ctx, gs, st, func() { controllerutil.RemoveFinalizer(gs, inventory.Finalizer) }); err != nil {
+	if err := r.patchMeta(ctx, gs, st, func() { controllerutil.RemoveFinalizer(gs, v1.Finalizer) }); err != nil {
 		return "retry", ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.forget(key)

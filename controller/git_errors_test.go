@@ -12,7 +12,6 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/gittest"
-	"gitsync.dev/gitsync/source/git"
 )
 
 // TestGitMistakesStallThenRecover: the first mistakes a user makes with a
@@ -76,7 +75,7 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 	withSecret := func(g *v1.GitSync) { g.Spec.Source.SecretRef = &v1.LocalObjectReference{Name: g.Name + "-auth"} }
 	cases := []gitMistake{{
 		name:   "no-credentials",
-		reason: git.ReasonAuthenticationRequired,
+		reason: v1.ReasonAuthenticationRequired,
 		words:  []string{"none were sent", "set spec.source.secretRef"},
 		fix: func(t *testing.T, gs *v1.GitSync) {
 			createSecret(t, c, ns, gs.Name+"-auth", good)
@@ -86,28 +85,28 @@ func TestGitMistakesStallThenRecover(t *testing.T) {
 		name:   "wrong-password",
 		secret: map[string][]byte{"username": []byte("git"), "password": []byte("hunter2")},
 		mutate: withSecret,
-		reason: git.ReasonAuthenticationFailed,
+		reason: v1.ReasonAuthenticationFailed,
 		words:  []string{"rejected the username and password from Secret/" + ns + "/wrong-password-auth"},
 		fix:    fixSecret,
 	}, {
 		name:   "keys-user-pass",
 		secret: map[string][]byte{"user": []byte("git"), "pass": []byte("s3cret")},
 		mutate: withSecret,
-		reason: git.ReasonCredentialsUnrecognized,
+		reason: v1.ReasonCredentialsUnrecognized,
 		words:  []string{"Secret/" + ns + "/keys-user-pass-auth has no username and password, or bearerToken", "its keys are pass, user"},
 		fix:    fixSecret,
 	}, {
 		name:   "wrong-branch",
 		secret: good,
 		mutate: func(g *v1.GitSync) { withSecret(g); g.Spec.Source.Ref.Branch = "mian" },
-		reason: git.ReasonRefNotFound,
+		reason: v1.ReasonRefNotFound,
 		words:  []string{`branch "mian" not found`, "the remote has branches dev, main (default main)"},
 		fix:    fixSpec(func(g *v1.GitSync) { g.Spec.Source.Ref.Branch = "main" }),
 	}, {
 		name:   "wrong-url",
 		secret: good,
 		mutate: func(g *v1.GitSync) { withSecret(g); g.Spec.Source.URL = h.URL + "/nope" },
-		reason: git.ReasonRepositoryNotFound,
+		reason: v1.ReasonRepositoryNotFound,
 		words:  []string{"repository " + h.URL + "/nope: not found", "check spec.source.url"},
 		fix:    fixSpec(func(g *v1.GitSync) { g.Spec.Source.URL = h.url }),
 	}}
@@ -210,7 +209,7 @@ func TestPinnedCommitPushedLater(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(gs)
 	waitCondition(t, c, key, v1.ConditionStalled, metav1.ConditionTrue, func(g *v1.GitSync) bool {
-		return meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled).Reason == git.ReasonRefNotFound
+		return meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStalled).Reason == v1.ReasonRefNotFound
 	})
 
 	clone.Push("origin", "HEAD:refs/heads/feature")

@@ -18,17 +18,11 @@ import (
 // A GitSync with spec.wait is not Ready until the objects of its revision
 // are ready (kstatus Current). The reconcile that applied them never waits:
 // it reads their health from the watch cache once, reports the GitSync as
-// Reconciling (ReasonWaitingForHealth) and returns. While the GitSync waits,
+// Reconciling (v1.ReasonWaitingForHealth) and returns. While the GitSync waits,
 // status changes of its objects requeue it (drift.go), and the next
 // reconcile looks again; spec.timeout after the revision was first applied
 // it is Stalled with the objects that are not ready. A new revision, a spec
 // change or suspend is just the next reconcile: nothing holds a worker.
-
-// ReasonWaitingForHealth is the reason of Ready=False and Reconciling=True
-// while spec.wait holds a GitSync's Ready for objects that are not ready
-// yet (kstatus Current); the message names them. After spec.timeout the
-// GitSync is Stalled with reason HealthCheckFailed instead.
-const ReasonWaitingForHealth = "WaitingForHealth"
 
 // healthWait is the wait of one revision under one spec generation.
 type healthWait struct {

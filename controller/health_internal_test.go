@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"fmt"
 	"strings"
 	"testing"
@@ -8,13 +10,12 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/health"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestJudgeHealth: how the objects not ready turn into the state of a wait.
 func TestJudgeHealth(t *testing.T) {
 	res := func(name string, s health.Status) health.Result {
-		return health.Result{ID: inventory.ObjectID{Kind: "Deployment", Namespace: "prod", Name: name}, Status: s, Message: "kstatus says " + name}
+		return health.Result{ID: object.ID{Kind: "Deployment", Namespace: "prod", Name: name}, Status: s, Message: "kstatus says " + name}
 	}
 	many := make([]health.Result, 12)
 	for i := range many {

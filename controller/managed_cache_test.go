@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"testing"
 
@@ -11,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestCacheHoldsOnlyManagedObjects: the agent's informers hold only objects
@@ -55,7 +56,7 @@ func TestCacheHoldsOnlyManagedObjects(t *testing.T) {
 		t.Errorf("created ConfigMaps = %v, want %v", got, want)
 	}
 	adopted, err := getCM(t, c, ns, "adopted")
-	if err != nil || !inventory.OwnedBy(adopted.Labels, "app", ns) {
+	if err != nil || !object.OwnedBy(adopted.Labels, "app", ns) {
 		t.Fatalf("adopted ConfigMap labels = %v (%v), want owner labels", adopted.Labels, err)
 	}
 
@@ -63,13 +64,13 @@ func TestCacheHoldsOnlyManagedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patch := []byte(`{"metadata":{"labels":{"` + inventory.NameLabel + `":null}}}`)
+	patch := []byte(`{"metadata":{"labels":{"` + v1.LabelName + `":null}}}`)
 	if err := c.Patch(ctx, before.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl-label")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "owner label restored", func(context.Context) (bool, error) {
 		cm, err := getCM(t, c, ns, "new")
-		return err == nil && inventory.OwnedBy(cm.Labels, "app", ns), err
+		return err == nil && object.OwnedBy(cm.Labels, "app", ns), err
 	})
 	after, err := getCM(t, c, ns, "new")
 	if err != nil {

@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"strings"
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestOneOwnerPerObject is the attack of a GitSync listing an object another
@@ -65,7 +66,7 @@ func TestOneOwnerPerObject(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
-		if cm.ResourceVersion != before.ResourceVersion || !inventory.OwnedBy(cm.Labels, "owner", ns) || cm.Data["value"] != "owner" {
+		if cm.ResourceVersion != before.ResourceVersion || !object.OwnedBy(cm.Labels, "owner", ns) || cm.Data["value"] != "owner" {
 			t.Fatalf("%s: shared ConfigMap changed: rv %s -> %s, labels %v, data %v", when, before.ResourceVersion, cm.ResourceVersion, cm.Labels, cm.Data)
 		}
 	}
@@ -113,7 +114,7 @@ func TestGitSyncInItsOwnRepositorySurvivesItsRemoval(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(gs)
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
-		return inventory.OwnedBy(g.Labels, "self", ns) // it applied itself
+		return object.OwnedBy(g.Labels, "self", ns) // it applied itself
 	})
 
 	r.git("rm", "-q", "deploy/self.yaml")
@@ -188,7 +189,7 @@ func TestFinalizerObeysThePruneLimit(t *testing.T) {
 			return false, err
 		}
 		ready := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
-		return ready != nil && strings.Contains(ready.Message, "prune limit") || ready != nil && strings.Contains(ready.Message, inventory.PruneMaxShareAnnotation), nil
+		return ready != nil && strings.Contains(ready.Message, "prune limit") || ready != nil && strings.Contains(ready.Message, v1.AnnotationPruneMaxShare), nil
 	})
 	for i := range 12 {
 		if _, err := getCM(t, c, ns, fmt.Sprintf("cm-%02d", i)); err != nil {
@@ -201,7 +202,7 @@ func TestFinalizerObeysThePruneLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(g.DeepCopy())
-	metav1.SetMetaDataAnnotation(&g.ObjectMeta, inventory.PruneMaxShareAnnotation, "1")
+	metav1.SetMetaDataAnnotation(&g.ObjectMeta, v1.AnnotationPruneMaxShare, "1")
 	if err := c.Patch(ctx, g, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestFinalizerObeysThePruneLimit(t *testing.T) {
 			return false, nil
 		}
 		cms := &corev1.ConfigMapList{}
-		if err := c.List(ctx, cms, client.InNamespace(ns), client.HasLabels{inventory.NameLabel}); err != nil {
+		if err := c.List(ctx, cms, client.InNamespace(ns), client.HasLabels{v1.LabelName}); err != nil {
 			return false, err
 		}
 		return len(cms.Items) == 0, nil

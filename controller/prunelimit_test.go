@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestPruneLimitStallsUntilAnnotated: a commit that removes most of a large
@@ -46,7 +45,7 @@ func TestPruneLimitStallsUntilAnnotated(t *testing.T) {
 		return strings.Contains(g.Status.LastAttemptedRevision, commit)
 	})
 	msg := meta.FindStatusCondition(stalledGS.Status.Conditions, v1.ConditionStalled).Message
-	if !strings.Contains(msg, "15 of 20") || !strings.Contains(msg, inventory.PruneMaxShareAnnotation) {
+	if !strings.Contains(msg, "15 of 20") || !strings.Contains(msg, v1.AnnotationPruneMaxShare) {
 		t.Errorf("Stalled message %q should give the counts and name the annotation", msg)
 	}
 	for i := range 20 {
@@ -60,7 +59,7 @@ func TestPruneLimitStallsUntilAnnotated(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(got.DeepCopy())
-	metav1.SetMetaDataAnnotation(&got.ObjectMeta, inventory.PruneMaxShareAnnotation, "1")
+	metav1.SetMetaDataAnnotation(&got.ObjectMeta, v1.AnnotationPruneMaxShare, "1")
 	if err := c.Patch(context.Background(), got, patch); err != nil {
 		t.Fatal(err)
 	}

@@ -24,12 +24,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
-	"gitsync.dev/gitsync/inventory"
 )
-
-// RequestedAtAnnotation, set to any new value on a GitSync, asks for a
-// reconcile now with a fresh look at the remote (`kubectl annotate`, CI).
-const RequestedAtAnnotation = "gitsync.dev/requested-at"
 
 // GitSyncReconciler makes the cluster match each GitSync's source. It reads
 // the GitSync from the informer cache, keeps per-key memory only to avoid
@@ -188,8 +183,8 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		return r.finalize(ctx, gs, st)
 	}
 	r.backoff.setCap(key, retryIntervalOf(gs))
-	if !controllerutil.ContainsFinalizer(gs, inventory.Finalizer) {
-		if err := r.patchMeta(ctx, gs, st, func() { controllerutil.AddFinalizer(gs, inventory.Finalizer) }); err != nil {
+	if !controllerutil.ContainsFinalizer(gs, v1.Finalizer) {
+		if err := r.patchMeta(ctx, gs, st, func() { controllerutil.AddFinalizer(gs, v1.Finalizer) }); err != nil {
 			return "retry", ctrl.Result{}, err
 		}
 	}

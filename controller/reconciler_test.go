@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"strings"
@@ -18,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
-	"gitsync.dev/gitsync/inventory"
 )
 
 func configMap(name, value string) string {
@@ -74,7 +74,7 @@ func request(t *testing.T, c client.Client, key client.ObjectKey, value string) 
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(gs.DeepCopy())
-	metav1.SetMetaDataAnnotation(&gs.ObjectMeta, controller.RequestedAtAnnotation, value)
+	metav1.SetMetaDataAnnotation(&gs.ObjectMeta, v1.AnnotationRequestedAt, value)
 	if err := c.Patch(context.Background(), gs, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestSyncLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ConfigMap a not applied: %v", err)
 	}
-	if !inventory.OwnedBy(cm.Labels, "app", ns) {
+	if !object.OwnedBy(cm.Labels, "app", ns) {
 		t.Errorf("ConfigMap a labels = %v, want owner labels", cm.Labels)
 	}
 

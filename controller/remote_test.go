@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"os"
 	"testing"
@@ -10,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestRemoteClusterTarget: a GitSync with spec.kubeConfig applies through
@@ -40,7 +41,7 @@ func TestRemoteClusterTarget(t *testing.T) {
 	}
 	waitCondition(t, c, client.ObjectKeyFromObject(gs), v1.ConditionReady, metav1.ConditionTrue, nil)
 	cm, err := getCM(t, c, ns, "remote")
-	if err != nil || !inventory.OwnedBy(cm.Labels, "remote", ns) {
+	if err != nil || !object.OwnedBy(cm.Labels, "remote", ns) {
 		t.Fatalf("remote ConfigMap = %v (%v), want it applied with owner labels", cm.Labels, err)
 	}
 	patch := client.MergeFrom(cm.DeepCopy())

@@ -54,7 +54,7 @@ func (s *syncState) needsResolve(gs *v1.GitSync, now time.Time) bool {
 	defer s.mu.Unlock()
 	return s.resolvedAt.IsZero() || s.fetchNow ||
 		s.generation != gs.Generation ||
-		s.requested != gs.Annotations[RequestedAtAnnotation] ||
+		s.requested != gs.Annotations[v1.AnnotationRequestedAt] ||
 		now.Sub(s.resolvedAt) >= intervalOf(gs)
 }
 
@@ -64,7 +64,7 @@ func (s *syncState) resolved(gs *v1.GitSync, src git.Source, rev git.Revision, a
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.src, s.rev, s.resolvedAt = src, rev, at
-	s.generation, s.requested = gs.Generation, gs.Annotations[RequestedAtAnnotation]
+	s.generation, s.requested = gs.Generation, gs.Annotations[v1.AnnotationRequestedAt]
 }
 
 // takeFetchMark clears the fetch mark and returns from when a resolve's
@@ -90,7 +90,7 @@ func (s *syncState) takeFetchMark(gs *v1.GitSync, now time.Time, shareFor time.D
 		// before, still shares.
 		notBefore = later(notBefore, now)
 	}
-	if req := gs.Annotations[RequestedAtAnnotation]; req != s.requested {
+	if req := gs.Annotations[v1.AnnotationRequestedAt]; req != s.requested {
 		notBefore = later(notBefore, requestedAt(req, now))
 	}
 	s.fetchNow = false

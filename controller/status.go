@@ -100,7 +100,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 		if out.inventory != nil {
 			s.Inventory = inventory.ToGitSyncStatus(out.inventory)
 		}
-		s.LastHandledRequestedAt = gs.Annotations[RequestedAtAnnotation]
+		s.LastHandledRequestedAt = gs.Annotations[v1.AnnotationRequestedAt]
 		setConditions(s, gs.Generation, out)
 	})
 	if err != nil {

@@ -35,7 +35,7 @@ type outcome struct {
 	waiting string
 	recheck time.Duration
 	// waitReason is the reason reported while waiting; empty means
-	// ReasonWaitingForHealth (depends.go holds with DependencyNotReady).
+	// v1.ReasonWaitingForHealth (depends.go holds with DependencyNotReady).
 	waitReason string
 	err        error
 	// yielded is set when the sync stopped after fetching a revision that
@@ -237,13 +237,13 @@ func classifyRun(err error) error {
 // pruneMaxShare is the prune share limit for gs: its
 // gitsync.dev/prune-max-share annotation when set, else the agent's default.
 func pruneMaxShare(gs *v1.GitSync, def float64) (float64, error) {
-	raw, ok := gs.Annotations[inventory.PruneMaxShareAnnotation]
+	raw, ok := gs.Annotations[v1.AnnotationPruneMaxShare]
 	if !ok {
 		return def, nil
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 	if err != nil || v < 0 || v > 1 {
-		return 0, stalled(v1.ReasonInvalidSpec, fmt.Errorf("annotation %s=%q must be a number between 0 and 1", inventory.PruneMaxShareAnnotation, raw))
+		return 0, stalled(v1.ReasonInvalidSpec, fmt.Errorf("annotation %s=%q must be a number between 0 and 1", v1.AnnotationPruneMaxShare, raw))
 	}
 	return v, nil
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +18,6 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // target is the cluster one GitSync writes to and how: its applier (owner
@@ -139,7 +140,7 @@ func (t *targets) build(ctx context.Context, gs *v1.GitSync, kubeconfig *corev1.
 	}
 	tgt.release = id.release
 	opts := t.base
-	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
+	opts.OwnerLabels = object.OwnerLabels(gs.Name, gs.Namespace)
 	opts.DefaultNamespace = defaultNamespace(gs)
 	opts.Force = gs.Spec.Force
 	opts.HTTPClient, opts.Mapper, opts.Client, opts.Dynamic = id.hc, clients.mapper, id.direct, id.dyn

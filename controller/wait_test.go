@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
 )
 
 // deployment is a Deployment manifest. The test control plane runs no
@@ -69,7 +68,7 @@ func waitingFor(t *testing.T, c client.Client, key client.ObjectKey, subject str
 	t.Helper()
 	return waitCondition(t, c, key, v1.ConditionReconciling, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		r := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
-		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == controller.ReasonWaitingForHealth &&
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == v1.ReasonWaitingForHealth &&
 			strings.Contains(r.Message, subject)
 	})
 }
@@ -177,7 +176,7 @@ func TestWaitPreemptedByNewRevision(t *testing.T) {
 	waitCondition(t, c, key, v1.ConditionReconciling, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		r := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
 		return strings.Contains(g.Status.LastAttemptedRevision, commitB) &&
-			r != nil && r.Reason == controller.ReasonWaitingForHealth && strings.Contains(r.Message, "Deployment/"+ns+"/web")
+			r != nil && r.Reason == v1.ReasonWaitingForHealth && strings.Contains(r.Message, "Deployment/"+ns+"/web")
 	})
 
 	markAvailable(t, c, ns, "web")

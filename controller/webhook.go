@@ -20,17 +20,13 @@ import (
 	"gitsync.dev/gitsync/source/webhook"
 )
 
-// URLIndex is the field index of GitSyncs by normalised source URL
-// (git.NormalizeRepoURL), so a webhook finds its GitSyncs without a scan.
-const URLIndex = "gitsync.dev/normalized-url"
-
 // WebhookSecretKey is the key of the webhook Secret that holds the shared
 // secret (HMAC key, or GitLab token).
 const WebhookSecretKey = "token"
 
-// IndexByURL registers URLIndex with mgr's cache.
+// IndexByURL registers v1.IndexSourceURL with mgr's cache.
 func IndexByURL(ctx context.Context, mgr manager.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &v1.GitSync{}, URLIndex, func(obj client.Object) []string {
+	return mgr.GetFieldIndexer().IndexField(ctx, &v1.GitSync{}, v1.IndexSourceURL, func(obj client.Object) []string {
 		gs := obj.(*v1.GitSync)
 		if gs.Spec.Webhook == nil {
 			return nil
@@ -56,7 +52,7 @@ func DefaultWebhookLookupOptions() WebhookLookupOptions {
 }
 
 // WebhookLookup returns a webhook.Options.Lookup: the GitSyncs with
-// a webhook whose source URL normalises to repoURL, found through URLIndex
+// a webhook whose source URL normalises to repoURL, found through v1.IndexSourceURL
 // in gitsyncs (the manager's cache), with their secret read from secrets.
 // Secrets are read with one GET per Secret and TTL, concurrent lookups
 // sharing it, instead of a cluster-wide Secret informer, which would hold
@@ -92,11 +88,11 @@ func (r *GitSyncReconciler) WebhookLookup(gitsyncs client.Reader, opts WebhookLo
 }
 
 // webhookLookup finds the webhook GitSyncs of a repository URL through
-// URLIndex and reads each one's secret with secretOf.
+// v1.IndexSourceURL and reads each one's secret with secretOf.
 func webhookLookup(gitsyncs client.Reader, secretOf func(context.Context, *v1.GitSync, types.NamespacedName) ([]byte, bool)) func(ctx context.Context, repoURL string) []webhook.Target {
 	return func(ctx context.Context, repoURL string) []webhook.Target {
 		list := &v1.GitSyncList{}
-		if err := gitsyncs.List(ctx, list, client.MatchingFields{URLIndex: repoURL}); err != nil {
+		if err := gitsyncs.List(ctx, list, client.MatchingFields{v1.IndexSourceURL: repoURL}); err != nil {
 			return nil
 		}
 		var out []webhook.Target
@@ -186,12 +182,12 @@ func ParseKey(key string) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: name}, ok && ns != "" && name != ""
 }
 
-// RequestReconcile sets RequestedAtAnnotation on the GitSync key to now,
+// RequestReconcile sets v1.AnnotationRequestedAt on the GitSync key to now,
 // which makes the leading agent reconcile it with a fresh look at its
 // remote. Replicas that do not lead use it to forward webhooks.
 func RequestReconcile(ctx context.Context, c client.Client, key types.NamespacedName) error {
 	gs := &v1.GitSync{}
 	gs.Name, gs.Namespace = key.Name, key.Namespace
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano)))
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1.AnnotationRequestedAt, time.Now().UTC().Format(time.RFC3339Nano)))
 	return c.Patch(ctx, gs, client.RawPatch(types.MergePatchType, patch))
 }

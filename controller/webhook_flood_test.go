@@ -91,7 +91,7 @@ func TestWebhookFloodReadsNoSecrets(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := informers.IndexField(cctx, &v1.GitSync{}, controller.URLIndex, func(o client.Object) []string {
+	if err := informers.IndexField(cctx, &v1.GitSync{}, v1.IndexSourceURL, func(o client.Object) []string {
 		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
 	}); err != nil {
 		t.Fatal(err)

@@ -13,10 +13,6 @@ import (
 	"gitsync.dev/gitsync/source/webhook"
 )
 
-// ReasonWebhookRejected is the reason of the Warning event a GitSync gets
-// when a push webhook for its repository did not verify with its secret.
-const ReasonWebhookRejected = "WebhookRejected"
-
 // webhookEventInterval is the least time between two WebhookRejected events
 // on one GitSync, so whoever can reach the webhook port cannot flood the
 // events API (the metric still counts every request).
@@ -43,7 +39,7 @@ func (r *GitSyncReconciler) WebhookObserver() func(webhook.Delivery) {
 			if err != nil || gs.Spec.Webhook == nil {
 				continue
 			}
-			r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, ReasonWebhookRejected, "Webhook",
+			r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, v1.ReasonWebhookRejected, "Webhook",
 				"a %s push webhook for %s did not verify with the secret in Secret/%s/%s (key %q); the request was ignored",
 				d.Provider, git.RedactURL(gs.Spec.Source.URL), gs.Namespace, gs.Spec.Webhook.SecretRef.Name, WebhookSecretKey)
 		}

@@ -47,7 +47,7 @@ func startWebhookAgent(t *testing.T, ns string) *webhookAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := informers.IndexField(ctx, &v1.GitSync{}, controller.URLIndex, func(o client.Object) []string {
+	if err := informers.IndexField(ctx, &v1.GitSync{}, v1.IndexSourceURL, func(o client.Object) []string {
 		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
 	}); err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestWebhookBadSignatureRevealsNothing(t *testing.T) {
 	}
 	var evs []corev1.Event
 	eventually(t, "a WebhookRejected event", func(context.Context) (bool, error) {
-		evs = eventsWithReason(t, c, key, controller.ReasonWebhookRejected)
+		evs = eventsWithReason(t, c, key, v1.ReasonWebhookRejected)
 		return len(evs) > 0, nil
 	})
 	if ev := evs[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "Secret/"+ns+"/hook") || strings.Contains(ev.Message, "wrong") {

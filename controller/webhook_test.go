@@ -41,7 +41,7 @@ func TestWebhookLookupReusesSecretReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := informers.IndexField(ctx, &v1.GitSync{}, controller.URLIndex, func(o client.Object) []string {
+	if err := informers.IndexField(ctx, &v1.GitSync{}, v1.IndexSourceURL, func(o client.Object) []string {
 		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
 	}); err != nil {
 		t.Fatal(err)

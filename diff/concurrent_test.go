@@ -14,13 +14,13 @@ import (
 func TestDiffConcurrentUse(t *testing.T) {
 	ns := env.Namespace(t)
 	d, _ := differ(t, diff.DefaultOptions())
-	pod := object(t, `
+	pod := decode(t, `
 apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: NS}
 spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "0.25"}}}]}
 `, ns)
-	cm := object(t, configMap, ns)
+	cm := decode(t, configMap, ns)
 	livePod, liveCM := applyAs(t, pod, "gitsync"), applyAs(t, cm, "gitsync")
 
 	var g errgroup.Group

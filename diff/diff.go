@@ -1,12 +1,12 @@
 package diff
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Diff compares desired, exactly as the applier will send it, with live, the
@@ -24,14 +24,14 @@ func (d *Differ) Diff(ctx context.Context, desired, live *unstructured.Unstructu
 	if live == nil {
 		res := Result{Verdict: Missing}
 		if d.opts.Text {
-			res.Text = Unified(inventory.IDOf(desired).String(), nil, desired)
+			res.Text = Unified(object.IDOf(desired).String(), nil, desired)
 		}
 		return res, nil
 	}
 	if ownedInSync(desired, live, d.opts.FieldManager) {
 		return Result{Verdict: InSync}, nil
 	}
-	id := inventory.IDOf(desired)
+	id := object.IDOf(desired)
 	key, hashed := keyOf(desired, live)
 	if hashed && d.memo.has(id, key) {
 		return Result{Verdict: InSync, DryRun: true, Memoised: true}, nil

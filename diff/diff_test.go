@@ -117,7 +117,7 @@ data: {}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			desired := object(t, tt.manifest, ns)
+			desired := decode(t, tt.manifest, ns)
 			live := applyAs(t, desired, "gitsync")
 			d, ct := differ(t, diff.DefaultOptions())
 
@@ -135,7 +135,7 @@ data: {}
 func TestDiffMissing(t *testing.T) {
 	ns := env.Namespace(t)
 	d, ct := differ(t, diff.Options{FieldManager: "gitsync", Text: true})
-	desired := object(t, secret, ns)
+	desired := decode(t, secret, ns)
 
 	res, requests := diffCounted(t, d, ct, desired, nil)
 	if res.Verdict != diff.Missing || requests != 0 {
@@ -148,7 +148,7 @@ func TestDiffMissing(t *testing.T) {
 
 func TestDiffNormalisedViaDryRunThenMemoised(t *testing.T) {
 	ns := env.Namespace(t)
-	desired := object(t, `
+	desired := decode(t, `
 apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: NS}
@@ -172,7 +172,7 @@ spec:
 
 	// A status-only change, as a kubelet or controller makes all the time,
 	// keeps the memo: the verdict does not depend on it.
-	status := object(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: NS}, status: {message: "scheduled soon"}}`, ns)
+	status := decode(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: NS}, status: {message: "scheduled soon"}}`, ns)
 	if err := env.Client.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(status),
 		client.FieldOwner("kubelet"), client.ForceOwnership); err != nil {
 		t.Fatalf("status apply: %v", err)
@@ -187,7 +187,7 @@ spec:
 	}
 
 	// A new live version is judged again.
-	label := object(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: NS, labels: {x: "y"}}}`, ns)
+	label := decode(t, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: NS, labels: {x: "y"}}}`, ns)
 	live = applyAs(t, label, "someone-else")
 	res, requests = diffCounted(t, d, ct, desired, live)
 	if res.Verdict != diff.InSync || res.Memoised || requests == 0 {
@@ -266,10 +266,10 @@ func TestDiffDrifted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			live := applyAs(t, object(t, tt.applied, ns), "gitsync")
+			live := applyAs(t, decode(t, tt.applied, ns), "gitsync")
 			d, ct := differ(t, diff.Options{FieldManager: "gitsync", Text: true, MemoSize: 10})
 
-			res, _ := diffCounted(t, d, ct, object(t, tt.desired, ns), live)
+			res, _ := diffCounted(t, d, ct, decode(t, tt.desired, ns), live)
 			if res.Verdict != diff.Drifted || !res.DryRun || res.Merged == nil {
 				t.Fatalf("Diff = %+v, want drifted by a dry-run", res)
 			}
@@ -285,8 +285,8 @@ func TestDiffDrifted(t *testing.T) {
 
 func TestDiffSecretNeverShowsValues(t *testing.T) {
 	ns := env.Namespace(t)
-	live := applyAs(t, object(t, secret, ns), "gitsync")
-	desired := object(t, `
+	live := applyAs(t, decode(t, secret, ns), "gitsync")
+	desired := decode(t, `
 apiVersion: v1
 kind: Secret
 metadata: {name: creds, namespace: NS, annotations: {kubectl.kubernetes.io/last-applied-configuration: '{"stringData":{"password":"correct-horse"}}'}}
@@ -324,7 +324,7 @@ func assertNoSecretValues(t *testing.T, res diff.Result) {
 
 func TestDiffFieldTakenByKubectlEdit(t *testing.T) {
 	ns := env.Namespace(t)
-	desired := object(t, configMap, ns)
+	desired := decode(t, configMap, ns)
 	applyAs(t, desired, "gitsync")
 	edited := get(t, desired)
 	if err := unstructured.SetNestedField(edited.Object, "edited", "data", "b"); err != nil {
@@ -348,7 +348,7 @@ func TestDiffFieldTakenByKubectlEdit(t *testing.T) {
 
 	// Git now agrees with the edit: the values match, but gitsync does not own
 	// the field, so an apply would still write (take it back).
-	agreeing := object(t, strings.Replace(configMap, "b: two", "b: edited", 1), ns)
+	agreeing := decode(t, strings.Replace(configMap, "b: two", "b: edited", 1), ns)
 	res, _ = diffCounted(t, d, ct, agreeing, live)
 	if res.Verdict != diff.Drifted || !strings.Contains(res.Text, "# gitsync takes .data.b from kubectl-edit") {
 		t.Errorf("Diff with Git agreeing with the edit = %+v, want drifted on ownership only", res)

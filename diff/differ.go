@@ -1,13 +1,15 @@
 package diff
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Verdict is the outcome of comparing one desired object with its live state.
@@ -61,7 +63,7 @@ type Options struct {
 // DefaultOptions returns the options the controller uses: gitsync's field
 // manager, no text, and a memo large enough for a few thousand objects.
 func DefaultOptions() Options {
-	return Options{FieldManager: inventory.FieldManager, MemoSize: 16384}
+	return Options{FieldManager: v1.FieldManager, MemoSize: 16384}
 }
 
 // ErrNoClient is wrapped in the DryRunError returned when an object needs a
@@ -75,7 +77,7 @@ var ErrNoClient = errors.New("no client for a server-side dry-run")
 // rebuilds errors about Secrets without their text (apply/redact.go).
 type DryRunError struct {
 	// ID is the object whose dry-run failed.
-	ID inventory.ObjectID
+	ID object.ID
 	// Err is the cause.
 	Err error
 }

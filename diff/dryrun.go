@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -9,15 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // dryRun asks the server what desired would make of the live object: a
 // server-side apply as the field manager, forcing ownership (the applier takes
 // fields back from people's edits, so drift is measured against that).
 func (d *Differ) dryRun(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	id := inventory.IDOf(desired)
+	id := object.IDOf(desired)
 	if d.client == nil {
 		return nil, &DryRunError{ID: id, Err: ErrNoClient}
 	}

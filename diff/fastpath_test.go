@@ -237,7 +237,7 @@ func BenchmarkDiffDryRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	desired := object(b, strings.Replace(deployment, "cpu: 500m", `cpu: "0.5"`, 1), ns)
+	desired := decode(b, strings.Replace(deployment, "cpu: 500m", `cpu: "0.5"`, 1), ns)
 	live := applyAs(b, desired, "gitsync")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -256,7 +256,7 @@ func BenchmarkDiffMemoised(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	desired := object(b, strings.Replace(deployment, "cpu: 500m", `cpu: "0.5"`, 1), ns)
+	desired := decode(b, strings.Replace(deployment, "cpu: 500m", `cpu: "0.5"`, 1), ns)
 	live := applyAs(b, desired, "gitsync")
 	if _, err := d.Diff(context.Background(), desired, live); err != nil {
 		b.Fatal(err)

@@ -36,7 +36,7 @@ func TestCaptureFixtures(t *testing.T) {
 			continue
 		}
 		ns := env.Namespace(t)
-		desired := object(t, f.manifest, ns)
+		desired := decode(t, f.manifest, ns)
 		live := applyAs(t, desired, "gitsync")
 		var docs []string
 		for _, obj := range []*unstructured.Unstructured{desired, live} {

@@ -223,7 +223,7 @@ func TestDiffAfterApplyIsInSync(t *testing.T) {
 	for _, tt := range afterApply {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			desired := object(t, tt.manifest, ns)
+			desired := decode(t, tt.manifest, ns)
 			live := applyAs(t, desired, "gitsync")
 			d, ct := differ(t, diff.Options{FieldManager: "gitsync", Text: true, MemoSize: 10})
 
@@ -245,7 +245,7 @@ func installCRDs(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	for _, m := range strings.Split(crds, "\n---\n") {
-		obj := object(t, m, "")
+		obj := decode(t, m, "")
 		applyAs(t, obj, "test-setup")
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -281,11 +281,11 @@ func TestDiffCustomResourceChanges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			live := applyAs(t, object(t, widget, ns), "gitsync")
+			live := applyAs(t, decode(t, widget, ns), "gitsync")
 			if !strings.Contains(widget, tt.from) {
 				t.Fatalf("fixture lacks %q", tt.from)
 			}
-			desired := object(t, strings.Replace(widget, tt.from, tt.to, 1), ns)
+			desired := decode(t, strings.Replace(widget, tt.from, tt.to, 1), ns)
 			d, ct := differ(t, diff.Options{FieldManager: "gitsync", Text: true})
 
 			res, _ := diffCounted(t, d, ct, desired, live)
@@ -298,8 +298,8 @@ func TestDiffCustomResourceChanges(t *testing.T) {
 
 func TestDiffDryRunRejected(t *testing.T) {
 	ns := env.Namespace(t)
-	live := applyAs(t, object(t, configMap, ns), "gitsync")
-	invalid := object(t, strings.Replace(configMap, `a: "1"`, "a: 1", 1), ns)
+	live := applyAs(t, decode(t, configMap, ns), "gitsync")
+	invalid := decode(t, strings.Replace(configMap, `a: "1"`, "a: 1", 1), ns)
 	d, ct := differ(t, diff.DefaultOptions())
 	before := ct.All.Load()
 

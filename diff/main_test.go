@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 var env *testenv.Env
@@ -31,9 +31,9 @@ func countingClient(t testing.TB) (client.Client, *testenv.RequestCounter) {
 	return c, ct
 }
 
-// object parses a YAML manifest, replacing NS with ns, as the renderer
+// decode parses a YAML manifest, replacing NS with ns, as the renderer
 // does (numbers as int64).
-func object(t testing.TB, manifest, ns string) *unstructured.Unstructured {
+func decode(t testing.TB, manifest, ns string) *unstructured.Unstructured {
 	t.Helper()
 	js, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(manifest, "NS", ns)))
 	if err != nil {
@@ -53,7 +53,7 @@ func applyAs(t testing.TB, obj *unstructured.Unstructured, manager string) *unst
 	err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(cp),
 		client.FieldOwner(manager), client.ForceOwnership)
 	if err != nil {
-		t.Fatalf("apply %s as %s: %v", inventory.IDOf(obj), manager, err)
+		t.Fatalf("apply %s as %s: %v", object.IDOf(obj), manager, err)
 	}
 	return get(t, obj)
 }
@@ -64,7 +64,7 @@ func get(t testing.TB, obj *unstructured.Unstructured) *unstructured.Unstructure
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), live); err != nil {
-		t.Fatalf("get %s: %v", inventory.IDOf(obj), err)
+		t.Fatalf("get %s: %v", object.IDOf(obj), err)
 	}
 	return live
 }

@@ -1,13 +1,13 @@
 package diff
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // memoKey is what an in-sync verdict depends on besides the object's identity:
@@ -23,14 +23,14 @@ type memoKey struct {
 type memo struct {
 	mu      sync.Mutex
 	size    int
-	entries map[inventory.ObjectID]memoKey
+	entries map[object.ID]memoKey
 }
 
 func newMemo(size int) *memo {
-	return &memo{size: size, entries: make(map[inventory.ObjectID]memoKey)}
+	return &memo{size: size, entries: make(map[object.ID]memoKey)}
 }
 
-func (m *memo) has(id inventory.ObjectID, key memoKey) bool {
+func (m *memo) has(id object.ID, key memoKey) bool {
 	if m.size <= 0 {
 		return false
 	}
@@ -40,7 +40,7 @@ func (m *memo) has(id inventory.ObjectID, key memoKey) bool {
 	return ok && got == key
 }
 
-func (m *memo) put(id inventory.ObjectID, key memoKey) {
+func (m *memo) put(id object.ID, key memoKey) {
 	if m.size <= 0 {
 		return
 	}

@@ -360,7 +360,7 @@ func sharedLeases(t *testing.T, c client.Client, pods []*corev1.Pod) map[string]
 	var leases coordinationv1.LeaseList
 	var out map[string]string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.List(ctx, &leases, client.InNamespace(releaseNS), client.HasLabels{shard.GroupLabel}); err != nil {
+		if err := c.List(ctx, &leases, client.InNamespace(releaseNS), client.HasLabels{gitsyncv1.LabelShardGroup}); err != nil {
 			return false, nil
 		}
 		out = map[string]string{}
@@ -378,7 +378,7 @@ func sharedLeases(t *testing.T, c client.Client, pods []*corev1.Pod) map[string]
 			return false, nil
 		}
 		for _, l := range leases.Items {
-			if l.Annotations[shard.ViewAnnotation] != strings.Join(names, ",") {
+			if l.Annotations[gitsyncv1.AnnotationShardView] != strings.Join(names, ",") {
 				return false, nil
 			}
 		}
@@ -387,7 +387,7 @@ func sharedLeases(t *testing.T, c client.Client, pods []*corev1.Pod) map[string]
 	if err != nil {
 		var views []string
 		for _, l := range leases.Items {
-			views = append(views, l.Name+": "+l.Annotations[shard.ViewAnnotation])
+			views = append(views, l.Name+": "+l.Annotations[gitsyncv1.AnnotationShardView])
 		}
 		t.Fatalf("the replicas never agreed on their membership: %v; Leases %v", err, views)
 	}

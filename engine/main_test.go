@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -39,7 +41,7 @@ func options(t *testing.T, ns string) engine.Options {
 	t.Helper()
 	aopts := apply.DefaultOptions()
 	aopts.DefaultNamespace = ns
-	aopts.OwnerLabels = inventory.OwnerLabels(owner, ns)
+	aopts.OwnerLabels = object.OwnerLabels(owner, ns)
 	a, err := apply.New(env.Config, nil, aopts)
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +89,8 @@ func configMap(ns, name string) *unstructured.Unstructured {
 	return u
 }
 
-func cmID(ns, name string) inventory.ObjectID {
-	return inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: name}
+func cmID(ns, name string) object.ID {
+	return object.ID{Kind: "ConfigMap", Namespace: ns, Name: name}
 }
 
 // createCM creates a ConfigMap with labels outside the engine.

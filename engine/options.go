@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,7 +17,7 @@ type Applier interface {
 	// IDs returns the ID each object would be applied under, zero when its
 	// kind is unknown (Apply skips it): the pending entries are recorded
 	// under these IDs before Apply runs.
-	IDs(objs []*unstructured.Unstructured) []inventory.ObjectID
+	IDs(objs []*unstructured.Unstructured) []object.ID
 	// ApplyWaves applies objs stage by stage and wave by wave, asking gate
 	// (when not nil) between two waves whether to go on.
 	ApplyWaves(ctx context.Context, objs []*unstructured.Unstructured, gate apply.WaveGate) (*apply.ChangeSet, error)

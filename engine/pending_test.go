@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"testing"
@@ -74,9 +76,9 @@ func TestPendingSaveFailsNothingApplied(t *testing.T) {
 func TestPendingResolved(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	ourLabels := inventory.OwnerLabels(owner, ns)
+	ourLabels := object.OwnerLabels(owner, ns)
 	createCM(t, ns, "left-git", ourLabels)
-	createCM(t, ns, "foreign", inventory.OwnerLabels("other", ns))
+	createCM(t, ns, "foreign", object.OwnerLabels("other", ns))
 	unlabelled := createCM(t, ns, "unlabelled", nil)
 	kept := createCM(t, ns, "still-in-git", ourLabels)
 	pending := func(name string) inventory.Entry {
@@ -124,7 +126,7 @@ func TestPendingResolved(t *testing.T) {
 func TestPreviousFormatNoMassPrune(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	ourLabels := inventory.OwnerLabels(owner, ns)
+	ourLabels := object.OwnerLabels(owner, ns)
 	desired := []*unstructured.Unstructured{configMap(ns, "a"), configMap(ns, "b"), configMap(ns, "c")}
 	if _, err := engine.Run(ctx, desired, store(ns), options(t, ns)); err != nil {
 		t.Fatal(err)
@@ -204,7 +206,7 @@ func TestSkippedObjectsLeaveNoPendingEntry(t *testing.T) {
 		t.Fatalf("Gadget %s, want skipped", got)
 	}
 	stored := load(t, store(ns))
-	if stored.Has(inventory.ObjectID{Group: group, Kind: "Gadget", Namespace: ns, Name: "g"}) {
+	if stored.Has(object.ID{Group: group, Kind: "Gadget", Namespace: ns, Name: "g"}) {
 		t.Errorf("the skipped Gadget stays recorded as pending: %v", stored.Entries)
 	}
 

@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"errors"
 	"testing"
 
@@ -23,13 +27,13 @@ func configMap(name string, annotations map[string]string) *unstructured.Unstruc
 }
 
 func TestAppliedInventory(t *testing.T) {
-	id := func(name string) inventory.ObjectID {
-		return inventory.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}
+	id := func(name string) object.ID {
+		return object.ID{Kind: "ConfigMap", Namespace: "ns", Name: name}
 	}
 	desired := []*unstructured.Unstructured{
 		configMap("created", nil),
-		configMap("unchanged", map[string]string{inventory.PruneAnnotation: "enabled"}),
-		configMap("prune-disabled", map[string]string{inventory.PruneAnnotation: inventory.PruneDisabledValue}),
+		configMap("unchanged", map[string]string{v1.AnnotationPrune: "enabled"}),
+		configMap("prune-disabled", map[string]string{v1.AnnotationPrune: v1.PruneDisabled}),
 		configMap("failed-with-uid", nil),
 		configMap("skipped", nil),
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 
@@ -121,10 +123,10 @@ func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options,
 // object the stored inventory does not list yet, except those annotated
 // gitsync.dev/prune: disabled (never tracked) and those of unknown kinds
 // (Apply skips them).
-func pendingEntries(desired []*unstructured.Unstructured, ids []inventory.ObjectID, stored *inventory.Inventory) []inventory.Entry {
+func pendingEntries(desired []*unstructured.Unstructured, ids []object.ID, stored *inventory.Inventory) []inventory.Entry {
 	var out []inventory.Entry
 	for i, obj := range desired {
-		if ids[i] == (inventory.ObjectID{}) || stored.Has(ids[i]) || inventory.PruneDisabled(obj.GetAnnotations()) {
+		if ids[i] == (object.ID{}) || stored.Has(ids[i]) || inventory.PruneDisabled(obj.GetAnnotations()) {
 			continue
 		}
 		out = append(out, inventory.Entry{ID: ids[i], Version: obj.GroupVersionKind().Version, Pending: true})
@@ -137,10 +139,10 @@ func pendingEntries(desired []*unstructured.Unstructured, ids []inventory.Object
 // kind is not served, their CRD failed), which would otherwise wait for a
 // kind that may never be served, and those applied under another ID (the
 // kind's scope changed in between), which the applied entry replaces.
-func withoutUnapplied(old, stored *inventory.Inventory, ids []inventory.ObjectID, cs *apply.ChangeSet) *inventory.Inventory {
-	drop := map[inventory.ObjectID]bool{}
+func withoutUnapplied(old, stored *inventory.Inventory, ids []object.ID, cs *apply.ChangeSet) *inventory.Inventory {
+	drop := map[object.ID]bool{}
 	for i, e := range cs.Entries {
-		if i >= len(ids) || ids[i] == (inventory.ObjectID{}) || stored.Has(ids[i]) {
+		if i >= len(ids) || ids[i] == (object.ID{}) || stored.Has(ids[i]) {
 			continue
 		}
 		// An entry without an action was never reached (the run stopped):

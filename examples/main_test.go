@@ -1,6 +1,8 @@
 package examples_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -17,7 +19,6 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
@@ -55,7 +56,7 @@ func render(t *testing.T, path string) []*unstructured.Unstructured {
 func subjects(objs []*unstructured.Unstructured) []string {
 	out := make([]string, len(objs))
 	for i, o := range objs {
-		out[i] = inventory.IDOf(o).String()
+		out[i] = object.IDOf(o).String()
 	}
 	slices.Sort(out)
 	return out

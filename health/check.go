@@ -1,12 +1,12 @@
 package health
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Status is the kstatus readiness of an object.
@@ -33,7 +33,7 @@ const (
 // Result is the readiness of one object.
 type Result struct {
 	// ID names the object.
-	ID inventory.ObjectID
+	ID object.ID
 	// Status is its kstatus status.
 	Status Status
 	// Message says why, in kstatus' words ("Deployment is available. Replicas: 2").
@@ -43,7 +43,7 @@ type Result struct {
 // Check computes the readiness of one object with kstatus. It is pure: it
 // looks only at obj.
 func Check(obj *unstructured.Unstructured) (Result, error) {
-	id := inventory.IDOf(obj)
+	id := object.IDOf(obj)
 	res, err := status.Compute(obj)
 	if err != nil {
 		return Result{ID: id, Status: Unknown}, fmt.Errorf("%s health check failed: %w", id, err)

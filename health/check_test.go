@@ -1,6 +1,8 @@
 package health_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,7 +10,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"gitsync.dev/gitsync/health"
-	"gitsync.dev/gitsync/inventory"
 )
 
 func parse(t *testing.T, manifest string) *unstructured.Unstructured {
@@ -92,7 +93,7 @@ func TestAggregate(t *testing.T) {
 	r := func(s ...health.Status) []health.Result {
 		var out []health.Result
 		for _, x := range s {
-			out = append(out, health.Result{ID: inventory.ObjectID{Kind: "ConfigMap", Name: "x"}, Status: x})
+			out = append(out, health.Result{ID: object.ID{Kind: "ConfigMap", Name: "x"}, Status: x})
 		}
 		return out
 	}

@@ -1,6 +1,8 @@
 package health
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"time"
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"gitsync.dev/gitsync/internal/objwatch"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // WaitOptions configures one Wait.
@@ -55,7 +56,7 @@ func NewWaiter(cfg *rest.Config) (*Waiter, error) {
 }
 
 // Wait is NewWaiter(cfg) followed by its Wait, for one-shot use.
-func Wait(ctx context.Context, cfg *rest.Config, ids []inventory.ObjectID, opts WaitOptions) ([]Result, error) {
+func Wait(ctx context.Context, cfg *rest.Config, ids []object.ID, opts WaitOptions) ([]Result, error) {
 	w, err := NewWaiter(cfg)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func Wait(ctx context.Context, cfg *rest.Config, ids []inventory.ObjectID, opts 
 // result per object, in the order of ids. It never polls: one list+watch per
 // resource and namespace (restricted by name when there is one object) feeds
 // kstatus on every change.
-func (w *Waiter) Wait(ctx context.Context, ids []inventory.ObjectID, opts WaitOptions) ([]Result, error) {
+func (w *Waiter) Wait(ctx context.Context, ids []object.ID, opts WaitOptions) ([]Result, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultWaitOptions().Timeout
 	}
@@ -135,7 +136,7 @@ func (ev event) apply(results []Result) {
 }
 
 // watch runs an informer for one group of objects and sends their changes.
-func (w *Waiter) watch(ctx context.Context, k watchKey, idx []int, ids []inventory.ObjectID, events chan<- event) {
+func (w *Waiter) watch(ctx context.Context, k watchKey, idx []int, ids []object.ID, events chan<- event) {
 	byName := make(map[string]int, len(idx))
 	for _, i := range idx {
 		byName[ids[i].Name] = i

@@ -1,6 +1,8 @@
 package health_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"strings"
@@ -11,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/health"
-	"gitsync.dev/gitsync/inventory"
 )
 
 const deployment = `
@@ -46,7 +47,7 @@ func TestWaitDeploymentBecomesAvailable(t *testing.T) {
 	if err := env.Client.Create(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	ids := []inventory.ObjectID{inventory.IDOf(d), inventory.IDOf(cm)}
+	ids := []object.ID{object.IDOf(d), object.IDOf(cm)}
 	results, err := health.Wait(context.Background(), env.Config, ids, health.WaitOptions{Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
@@ -73,7 +74,7 @@ func TestWaitReturnsFailedWithoutWaitingForTheTimeout(t *testing.T) {
 	// No node matches: Pods stay Pending, the 1s progress deadline passes and
 	// the controller marks the rollout ProgressDeadlineExceeded.
 	stuck := create(t, ns, "stuck", "1", "nodeSelector: {nowhere: \"true\"}")
-	ids := []inventory.ObjectID{inventory.IDOf(ok), inventory.IDOf(stuck)}
+	ids := []object.ID{object.IDOf(ok), object.IDOf(stuck)}
 	// The timeout is far longer than the test could run: a timeout here
 	// would mean Wait did not return on the failure.
 	results, err := health.Wait(context.Background(), env.Config, ids, health.WaitOptions{Timeout: 10 * time.Minute})
@@ -81,8 +82,8 @@ func TestWaitReturnsFailedWithoutWaitingForTheTimeout(t *testing.T) {
 	if !errors.As(err, &fe) {
 		t.Fatalf("Wait error %v, want *FailedError (results %+v)", err, results)
 	}
-	if len(fe.Failed) != 1 || fe.Failed[0].ID != inventory.IDOf(stuck) {
-		t.Errorf("failed %+v, want only %s", fe.Failed, inventory.IDOf(stuck))
+	if len(fe.Failed) != 1 || fe.Failed[0].ID != object.IDOf(stuck) {
+		t.Errorf("failed %+v, want only %s", fe.Failed, object.IDOf(stuck))
 	}
 	if !strings.Contains(err.Error(), "Deployment/"+ns+"/stuck failed") {
 		t.Errorf("error %q should name the object", err)
@@ -91,8 +92,8 @@ func TestWaitReturnsFailedWithoutWaitingForTheTimeout(t *testing.T) {
 
 func TestWaitTimesOutNamingPendingObjects(t *testing.T) {
 	ns := env.Namespace(t)
-	missing := inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "never-created"}
-	results, err := health.Wait(context.Background(), env.Config, []inventory.ObjectID{missing}, health.WaitOptions{Timeout: time.Second})
+	missing := object.ID{Kind: "ConfigMap", Namespace: ns, Name: "never-created"}
+	results, err := health.Wait(context.Background(), env.Config, []object.ID{missing}, health.WaitOptions{Timeout: time.Second})
 	var te *health.TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait error %v, want *TimeoutError", err)

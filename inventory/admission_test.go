@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +17,7 @@ func TestAdmissionDeniedDeletionStaysAndIsRetried(t *testing.T) {
 	ns := env.Namespace(t)
 	c := watchClient(t)
 	anchor := ours(t, ns, "anchor")
-	labels := OwnerLabels(owner, ns)
+	labels := object.OwnerLabels(owner, ns)
 	labels[testenv.ProtectLabel] = "yes"
 	protected := createCM(t, ns, "protected", labels, nil)
 	policy := env.DenyProtectedDeletes(t, ns)

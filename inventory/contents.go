@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +34,7 @@ var systemObjects = map[schema.GroupKind]string{
 // namespaceBlocked returns why Namespace ns must stay: the first object in
 // it that is not about to be deleted by this plan ("" when none). Objects
 // with a controller are skipped: their controller is listed and decides.
-func namespaceBlocked(ctx context.Context, c client.Reader, disc discovery.ServerResourcesInterface, ns string, deleting map[ObjectID]types.UID) (string, error) {
+func namespaceBlocked(ctx context.Context, c client.Reader, disc discovery.ServerResourcesInterface, ns string, deleting map[object.ID]types.UID) (string, error) {
 	lists, err := disc.ServerPreferredNamespacedResources()
 	if err != nil {
 		// A partial answer means some kinds could not be listed: the
@@ -49,9 +51,9 @@ func namespaceBlocked(ctx context.Context, c client.Reader, disc discovery.Serve
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || ignoredKinds[gk] {
 				continue
 			}
-			var found ObjectID
+			var found object.ID
 			err := listMeta(ctx, c, gv.WithKind(r.Kind), ns, func(item *metav1.PartialObjectMetadata) bool {
-				id := ObjectID{Group: gv.Group, Kind: r.Kind, Namespace: ns, Name: item.Name}
+				id := object.ID{Group: gv.Group, Kind: r.Kind, Namespace: ns, Name: item.Name}
 				if isSystemOrDependent(id, item, deleting) {
 					return false
 				}
@@ -64,7 +66,7 @@ func namespaceBlocked(ctx context.Context, c client.Reader, disc discovery.Serve
 			if err != nil {
 				return "", fmt.Errorf("list %s in Namespace %s: %w", gk, ns, err)
 			}
-			if found != (ObjectID{}) {
+			if found != (object.ID{}) {
 				return fmt.Sprintf("Namespace still holds %s, which this sync does not prune", found), nil
 			}
 		}
@@ -72,7 +74,7 @@ func namespaceBlocked(ctx context.Context, c client.Reader, disc discovery.Serve
 	return "", nil
 }
 
-func isSystemOrDependent(id ObjectID, item *metav1.PartialObjectMetadata, deleting map[ObjectID]types.UID) bool {
+func isSystemOrDependent(id object.ID, item *metav1.PartialObjectMetadata, deleting map[object.ID]types.UID) bool {
 	if name, ok := systemObjects[id.GroupKind()]; ok && name == id.Name {
 		return true
 	}
@@ -92,7 +94,7 @@ func isSystemOrDependent(id ObjectID, item *metav1.PartialObjectMetadata, deleti
 
 // crdBlocked returns why CRD name must stay: the first of its custom
 // resources that this plan does not delete ("" when none).
-func crdBlocked(ctx context.Context, c client.Reader, name string, deleting map[ObjectID]types.UID) (string, error) {
+func crdBlocked(ctx context.Context, c client.Reader, name string, deleting map[object.ID]types.UID) (string, error) {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGK.WithVersion("v1"))
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
@@ -105,9 +107,9 @@ func crdBlocked(ctx context.Context, c client.Reader, name string, deleting map[
 	if err != nil {
 		return "", err
 	}
-	var found ObjectID
+	var found object.ID
 	err = listMeta(ctx, c, gvk, "", func(item *metav1.PartialObjectMetadata) bool {
-		id := ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: item.Namespace, Name: item.Name}
+		id := object.ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: item.Namespace, Name: item.Name}
 		if uid, ok := deleting[id]; ok && uid == item.UID {
 			return false
 		}
@@ -122,7 +124,7 @@ func crdBlocked(ctx context.Context, c client.Reader, name string, deleting map[
 		}
 		return "", fmt.Errorf("list %s: %w", gvk.GroupKind(), err)
 	}
-	if found != (ObjectID{}) {
+	if found != (object.ID{}) {
 		return fmt.Sprintf("CustomResourceDefinition still has %s, which this sync does not prune", found), nil
 	}
 	return "", nil

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"strings"
 	"testing"
@@ -19,7 +21,7 @@ import (
 func TestSharedNamespaceSurvives(t *testing.T) {
 	home := env.Namespace(t)
 	c := watchClient(t)
-	shared := createNamespace(t, OwnerLabels(owner, home))
+	shared := createNamespace(t, object.OwnerLabels(owner, home))
 	mine := oursIn(t, home, shared.ID.Name, "mine")
 	createCM(t, shared.ID.Name, "theirs", nil, nil)
 	anchor := ours(t, home, "anchor")
@@ -48,7 +50,7 @@ func TestSharedNamespaceSurvives(t *testing.T) {
 func TestNamespaceOnlyOursPrunedWhenAllowed(t *testing.T) {
 	home := env.Namespace(t)
 	c := watchClient(t)
-	nsEntry := createNamespace(t, OwnerLabels(owner, home))
+	nsEntry := createNamespace(t, object.OwnerLabels(owner, home))
 	inside := oursIn(t, home, nsEntry.ID.Name, "inside")
 	anchor := ours(t, home, "anchor")
 	waitForSystemObjects(t, nsEntry.ID.Name)
@@ -87,7 +89,7 @@ func waitForSystemObjects(t *testing.T, ns string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for gk, name := range systemObjects {
-			e := Entry{ID: ObjectID{Group: gk.Group, Kind: gk.Kind, Namespace: ns, Name: name}, Version: "v1"}
+			e := Entry{ID: object.ID{Group: gk.Group, Kind: gk.Kind, Namespace: ns, Name: name}, Version: "v1"}
 			if _, err := getMeta(ctx, env.Client, e.ID.GroupKind().WithVersion("v1"), e.ID); err != nil {
 				return false, nil
 			}
@@ -105,8 +107,8 @@ func TestCRDAndItsResources(t *testing.T) {
 	home := env.Namespace(t)
 	c := watchClient(t)
 	anchor := ours(t, home, "anchor")
-	crd := createCRD(t, OwnerLabels(owner, home))
-	widget := createWidget(t, crd, home, "w1", OwnerLabels(owner, home))
+	crd := createCRD(t, object.OwnerLabels(owner, home))
+	widget := createWidget(t, crd, home, "w1", object.OwnerLabels(owner, home))
 	opts := testOptions(t, home)
 
 	res, err := prune(t, c, New(anchor, crd.entry, widget), New(anchor), opts)
@@ -137,7 +139,7 @@ func TestCRDAndItsResources(t *testing.T) {
 	if err := c.Delete(context.Background(), widgetObject(crd, foreign)); err != nil {
 		t.Fatal(err)
 	}
-	w2 := createWidget(t, crd, home, "w2", OwnerLabels(owner, home))
+	w2 := createWidget(t, crd, home, "w2", object.OwnerLabels(owner, home))
 	res, err = prune(t, c, New(anchor, crd.entry, w2), New(anchor), opts)
 	if err != nil {
 		t.Fatalf("Execute with AllowCRDs: %v", err)
@@ -198,7 +200,7 @@ func createCRD(t *testing.T, labels map[string]string) testCRD {
 		t.Fatalf("CRD never established: %v", err)
 	}
 	return testCRD{
-		entry: Entry{ID: ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: crd.Name}, UID: crd.UID, Version: "v1"},
+		entry: Entry{ID: object.ID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: crd.Name}, UID: crd.UID, Version: "v1"},
 		group: group,
 	}
 }
@@ -214,7 +216,7 @@ func widgetObject(crd testCRD, e Entry) *unstructured.Unstructured {
 
 func createWidget(t *testing.T, crd testCRD, ns, name string, labels map[string]string) Entry {
 	t.Helper()
-	e := Entry{ID: ObjectID{Group: crd.group, Kind: "Widget", Namespace: ns, Name: name}, Version: "v1"}
+	e := Entry{ID: object.ID{Group: crd.group, Kind: "Widget", Namespace: ns, Name: name}, Version: "v1"}
 	u := widgetObject(crd, e)
 	u.SetLabels(labels)
 	if err := watchClient(t).Create(context.Background(), u); err != nil {

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"errors"
 	"fmt"
 )
@@ -55,7 +57,7 @@ var ErrNotGone = errors.New("still present when the wait timed out")
 
 // ObjectError is the failure of one object: "Kind/ns/name prune failed: cause".
 type ObjectError struct {
-	ID ObjectID
+	ID object.ID
 	// Verb is what failed: "prune" or "orphan".
 	Verb string
 	Err  error
@@ -65,6 +67,6 @@ func (e *ObjectError) Error() string { return fmt.Sprintf("%s %s failed: %v", e.
 
 func (e *ObjectError) Unwrap() error { return e.Err }
 
-func objectError(id ObjectID, verb string, err error) error {
+func objectError(id object.ID, verb string, err error) error {
 	return &ObjectError{ID: id, Verb: verb, Err: err}
 }

@@ -1,6 +1,8 @@
 package inventory_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"fmt"
 
 	"gitsync.dev/gitsync/inventory"
@@ -9,8 +11,8 @@ import (
 // The stale objects of a sync are those of the previous inventory that the
 // new revision no longer has; Plan checks each live before anything goes.
 func ExampleInventory_Diff() {
-	web := inventory.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"}
-	cfg := inventory.ObjectID{Kind: "ConfigMap", Namespace: "prod", Name: "web-config"}
+	web := object.ID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"}
+	cfg := object.ID{Kind: "ConfigMap", Namespace: "prod", Name: "web-config"}
 	old := inventory.New(inventory.Entry{ID: web, UID: "u1"}, inventory.Entry{ID: cfg, UID: "u2"})
 	desired := inventory.New(inventory.Entry{ID: web, UID: "u1"})
 	for _, e := range old.Diff(desired) {

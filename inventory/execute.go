@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +90,7 @@ func (p *PrunePlan) prune(ctx context.Context, c client.WithWatch, d Deletion) P
 		// Everything this plan deletes is gone by now, so anything left
 		// inside blocks, whether foreign, new, or ours and failed. A dry
 		// run deleted nothing, so it discounts the plan's deletions.
-		var deleting map[ObjectID]types.UID
+		var deleting map[object.ID]types.UID
 		if p.opts.DryRun {
 			deleting = deletionSet(p.Deletions)
 		}

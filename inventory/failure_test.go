@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"strings"
@@ -24,7 +26,7 @@ func TestBlockedDeletionStaysAndIsRetried(t *testing.T) {
 	c := watchClient(t)
 	ctx := context.Background()
 	anchor := ours(t, ns, "anchor")
-	held := createCM(t, ns, "held", OwnerLabels(owner, ns), nil, "example.com/hold")
+	held := createCM(t, ns, "held", object.OwnerLabels(owner, ns), nil, "example.com/hold")
 	t.Cleanup(func() { removeFinalizers(t, held) })
 	opts := testOptions(t, ns)
 	opts.Timeout = 2 * time.Second

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,17 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
-)
-
-// Reasons a FinalizerDecision carries, for the GitSync's conditions and
-// events (CamelCase, as Kubernetes condition reasons are).
-const (
-	// ReasonCleanedUp: every object was pruned or orphaned; release.
-	ReasonCleanedUp = "InventoryCleanedUp"
-	// ReasonCleaningUp: objects remain and the timeout has not passed.
-	ReasonCleaningUp = "CleaningUpInventory"
-	// ReasonTimedOut: the timeout passed; release, leaving objects behind.
-	ReasonTimedOut = "FinalizerTimedOut"
 )
 
 // FinalizerOptions configure DecideFinalizer.
@@ -62,7 +55,7 @@ type FinalizerDecision struct {
 	// RequeueAfter is when to try again when not released.
 	RequeueAfter time.Duration
 	// Orphaned are the objects left behind by a timed-out release.
-	Orphaned []ObjectID
+	Orphaned []object.ID
 }
 
 // DecideFinalizer is the finalizer policy: release once nothing remains;
@@ -71,7 +64,7 @@ type FinalizerDecision struct {
 // which objects were orphaned.
 func DecideFinalizer(opts FinalizerOptions, s FinalizerState) FinalizerDecision {
 	if s.Remaining.Len() == 0 {
-		return FinalizerDecision{Release: true, Reason: ReasonCleanedUp, Message: "inventory cleaned up"}
+		return FinalizerDecision{Release: true, Reason: v1.ReasonCleanedUp, Message: "inventory cleaned up"}
 	}
 	ids := s.Remaining.IDs()
 	cause := causeOf(s.Err)
@@ -83,14 +76,14 @@ func DecideFinalizer(opts FinalizerOptions, s FinalizerState) FinalizerDecision 
 			wait = opts.RetryInterval
 		}
 		return FinalizerDecision{
-			Reason:       ReasonCleaningUp,
+			Reason:       v1.ReasonCleaningUp,
 			Message:      fmt.Sprintf("waiting for %s: %s; giving up at %s", cause, listIDs(ids, opts.MaxListed), deadline.UTC().Format(time.RFC3339)),
 			RequeueAfter: wait,
 		}
 	}
 	return FinalizerDecision{
 		Release:  true,
-		Reason:   ReasonTimedOut,
+		Reason:   v1.ReasonTimedOut,
 		Message:  fmt.Sprintf("finalizer released after %s (%s); orphaned %s", opts.Timeout, cause, listIDs(ids, opts.MaxListed)),
 		Orphaned: ids,
 	}
@@ -108,7 +101,7 @@ func causeOf(err error) string {
 	case errors.Is(err, ErrNotGone):
 		return "objects held by finalizers"
 	case errors.Is(err, ErrPruneLimit):
-		return fmt.Sprintf("the prune limit: deleting this many objects at once needs the annotation %s=1 on the GitSync (or deletionPolicy: Orphan)", PruneMaxShareAnnotation)
+		return fmt.Sprintf("the prune limit: deleting this many objects at once needs the annotation %s=1 on the GitSync (or deletionPolicy: Orphan)", v1.AnnotationPruneMaxShare)
 	case errors.Is(err, ErrKindNotServed):
 		return "kinds that are not served (unknown, not absent)"
 	case errors.As(err, &netErr), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err),
@@ -120,7 +113,7 @@ func causeOf(err error) string {
 }
 
 // listIDs names up to max objects and counts the rest.
-func listIDs(ids []ObjectID, max int) string {
+func listIDs(ids []object.ID, max int) string {
 	if max <= 0 {
 		max = len(ids)
 	}

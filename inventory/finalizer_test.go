@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"errors"
 	"fmt"
 	"testing"
@@ -26,14 +28,14 @@ func TestDecideFinalizer(t *testing.T) {
 			name:    "nothing left releases at once",
 			elapsed: time.Second,
 			state:   FinalizerState{Remaining: New()},
-			want:    FinalizerDecision{Release: true, Reason: ReasonCleanedUp, Message: "inventory cleaned up"},
+			want:    FinalizerDecision{Release: true, Reason: v1.ReasonCleanedUp, Message: "inventory cleaned up"},
 		},
 		{
 			name:    "objects left before the deadline wait",
 			elapsed: time.Minute,
 			state:   FinalizerState{Remaining: left, Err: objectError(cm("ns", "a"), "prune", fmt.Errorf("wait: %w", ErrNotGone))},
 			want: FinalizerDecision{
-				Reason:       ReasonCleaningUp,
+				Reason:       v1.ReasonCleaningUp,
 				Message:      "waiting for objects held by finalizers: 3 object(s): ConfigMap/ns/a, ConfigMap/ns/b and 1 more; giving up at 2026-01-02T03:09:05Z",
 				RequeueAfter: 10 * time.Second,
 			},
@@ -43,7 +45,7 @@ func TestDecideFinalizer(t *testing.T) {
 			elapsed: time.Minute,
 			state:   FinalizerState{Remaining: left, Err: objectError(cm("ns", "a"), "prune", ErrKindNotServed)},
 			want: FinalizerDecision{
-				Reason:       ReasonCleaningUp,
+				Reason:       v1.ReasonCleaningUp,
 				Message:      "waiting for kinds that are not served (unknown, not absent): 3 object(s): ConfigMap/ns/a, ConfigMap/ns/b and 1 more; giving up at 2026-01-02T03:09:05Z",
 				RequeueAfter: 10 * time.Second,
 			},
@@ -53,7 +55,7 @@ func TestDecideFinalizer(t *testing.T) {
 			elapsed: 4*time.Minute + 55*time.Second,
 			state:   FinalizerState{Remaining: left},
 			want: FinalizerDecision{
-				Reason:       ReasonCleaningUp,
+				Reason:       v1.ReasonCleaningUp,
 				Message:      "waiting for objects to be deleted: 3 object(s): ConfigMap/ns/a, ConfigMap/ns/b and 1 more; giving up at 2026-01-02T03:09:05Z",
 				RequeueAfter: 5 * time.Second,
 			},
@@ -64,7 +66,7 @@ func TestDecideFinalizer(t *testing.T) {
 			state:   FinalizerState{Remaining: left, Err: objectError(cm("ns", "a"), "prune", forbidden)},
 			want: FinalizerDecision{
 				Release:  true,
-				Reason:   ReasonTimedOut,
+				Reason:   v1.ReasonTimedOut,
 				Message:  "finalizer released after 5m0s (access to the target cluster (forbidden)); orphaned 3 object(s): ConfigMap/ns/a, ConfigMap/ns/b and 1 more",
 				Orphaned: left.IDs(),
 			},
@@ -75,7 +77,7 @@ func TestDecideFinalizer(t *testing.T) {
 			state:   FinalizerState{Remaining: left, Err: apierrors.NewServiceUnavailable("down")},
 			want: FinalizerDecision{
 				Release:  true,
-				Reason:   ReasonTimedOut,
+				Reason:   v1.ReasonTimedOut,
 				Message:  "finalizer released after 5m0s (the target cluster (unreachable)); orphaned 3 object(s): ConfigMap/ns/a, ConfigMap/ns/b and 1 more",
 				Orphaned: left.IDs(),
 			},

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"cmp"
 	"slices"
 
@@ -9,7 +11,7 @@ import (
 
 // Entry is one object a sync applied.
 type Entry struct {
-	ID ObjectID `json:"id"`
+	ID object.ID `json:"id"`
 	// UID is the live object's UID when it was applied; an object with the
 	// same ID and another UID was recreated by someone else and is not ours.
 	UID types.UID `json:"uid"`
@@ -60,8 +62,8 @@ func (inv *Inventory) Len() int {
 }
 
 // IDs returns the IDs in order.
-func (inv *Inventory) IDs() []ObjectID {
-	ids := make([]ObjectID, inv.Len())
+func (inv *Inventory) IDs() []object.ID {
+	ids := make([]object.ID, inv.Len())
 	for i := range ids {
 		ids[i] = inv.Entries[i].ID
 	}
@@ -69,11 +71,11 @@ func (inv *Inventory) IDs() []ObjectID {
 }
 
 // Get returns the entry for id.
-func (inv *Inventory) Get(id ObjectID) (Entry, bool) {
+func (inv *Inventory) Get(id object.ID) (Entry, bool) {
 	if inv == nil {
 		return Entry{}, false
 	}
-	i, ok := slices.BinarySearchFunc(inv.Entries, id, func(e Entry, id ObjectID) int { return compareIDs(e.ID, id) })
+	i, ok := slices.BinarySearchFunc(inv.Entries, id, func(e Entry, id object.ID) int { return compareIDs(e.ID, id) })
 	if !ok {
 		return Entry{}, false
 	}
@@ -81,13 +83,13 @@ func (inv *Inventory) Get(id ObjectID) (Entry, bool) {
 }
 
 // Has reports whether id is in the inventory.
-func (inv *Inventory) Has(id ObjectID) bool {
+func (inv *Inventory) Has(id object.ID) bool {
 	_, ok := inv.Get(id)
 	return ok
 }
 
 // UID returns the recorded UID of id, or "" when id is not in the inventory.
-func (inv *Inventory) UID(id ObjectID) types.UID {
+func (inv *Inventory) UID(id object.ID) types.UID {
 	e, _ := inv.Get(id)
 	return e.UID
 }
@@ -118,7 +120,7 @@ func (inv *Inventory) entries() []Entry {
 	return inv.Entries
 }
 
-func compareIDs(a, b ObjectID) int {
+func compareIDs(a, b object.ID) int {
 	return cmp.Or(
 		cmp.Compare(a.Group, b.Group),
 		cmp.Compare(a.Kind, b.Kind),

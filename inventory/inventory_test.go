@@ -1,27 +1,31 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func cm(ns, name string) ObjectID { return ObjectID{Kind: "ConfigMap", Namespace: ns, Name: name} }
+func cm(ns, name string) object.ID { return object.ID{Kind: "ConfigMap", Namespace: ns, Name: name} }
 
-func entry(id ObjectID, uid string) Entry { return Entry{ID: id, UID: types.UID(uid), Version: "v1"} }
+func entry(id object.ID, uid string) Entry { return Entry{ID: id, UID: types.UID(uid), Version: "v1"} }
 
 func TestNewSortsAndDeduplicates(t *testing.T) {
 	got := New(
 		entry(cm("b", "x"), "1"),
-		entry(ObjectID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "d"}, "2"),
+		entry(object.ID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "d"}, "2"),
 		entry(cm("a", "x"), "3"),
 		entry(cm("b", "x"), "4"), // same ID again: the later entry wins
 	)
 	want := []Entry{
 		entry(cm("a", "x"), "3"),
 		entry(cm("b", "x"), "4"),
-		entry(ObjectID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "d"}, "2"),
+		entry(object.ID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "d"}, "2"),
 	}
 	if diff := cmp.Diff(want, got.Entries); diff != "" {
 		t.Errorf("New (-want +got):\n%s", diff)
@@ -62,16 +66,16 @@ func TestOwnedBy(t *testing.T) {
 		owner, ownerNS string
 		want           bool
 	}{
-		{"exact", OwnerLabels("app", "team"), "app", "team", true},
-		{"other name", OwnerLabels("other", "team"), "app", "team", false},
-		{"other namespace", OwnerLabels("app", "x"), "app", "team", false},
-		{"namespace label missing, empty owner namespace", map[string]string{NameLabel: "app"}, "app", "", false},
-		{"empty owner namespace present", OwnerLabels("app", ""), "app", "", true},
+		{"exact", object.OwnerLabels("app", "team"), "app", "team", true},
+		{"other name", object.OwnerLabels("other", "team"), "app", "team", false},
+		{"other namespace", object.OwnerLabels("app", "x"), "app", "team", false},
+		{"namespace label missing, empty owner namespace", map[string]string{v1.LabelName: "app"}, "app", "", false},
+		{"empty owner namespace present", object.OwnerLabels("app", ""), "app", "", true},
 		{"no labels, empty owner", nil, "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := OwnedBy(tt.labels, tt.owner, tt.ownerNS); got != tt.want {
+			if got := object.OwnedBy(tt.labels, tt.owner, tt.ownerNS); got != tt.want {
 				t.Errorf("OwnedBy(%v, %q, %q) = %v, want %v", tt.labels, tt.owner, tt.ownerNS, got, tt.want)
 			}
 		})

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"fmt"
 
@@ -17,7 +21,7 @@ var (
 )
 
 // getMeta reads only an object's metadata: all that ownership checks need.
-func getMeta(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, id ObjectID) (*metav1.PartialObjectMetadata, error) {
+func getMeta(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, id object.ID) (*metav1.PartialObjectMetadata, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, obj); err != nil {
@@ -65,7 +69,7 @@ func kindServed(ctx context.Context, c client.Reader, gvk schema.GroupVersionKin
 // notOurs returns why a live object may not be deleted by owner under
 // inventory entry e ("" when it may): it was recreated (new UID),
 // relabelled, or opted out.
-func notOurs(live metav1.Object, e Entry, owner Owner) string {
+func notOurs(live metav1.Object, e Entry, owner object.Owner) string {
 	labels := live.GetLabels()
 	switch {
 	case e.Pending:
@@ -78,19 +82,19 @@ func notOurs(live metav1.Object, e Entry, owner Owner) string {
 		return "no UID recorded in the inventory"
 	case live.GetUID() != e.UID:
 		return fmt.Sprintf("recreated by someone else (live UID %s, recorded %s)", live.GetUID(), e.UID)
-	case !owner.ownsRecorded(labels):
+	case !owner.OwnsRecorded(labels):
 		return "owner labels changed (" + ownerLabelValues(labels) + ")"
 	}
 	if PruneDisabled(live.GetAnnotations()) {
-		return fmt.Sprintf("annotated %s: %s", PruneAnnotation, PruneDisabledValue)
+		return fmt.Sprintf("annotated %s: %s", v1.AnnotationPrune, v1.PruneDisabled)
 	}
 	return ""
 }
 
 func ownerLabelValues(labels map[string]string) string {
 	return fmt.Sprintf("%s=%s, %s=%s, %s=%s",
-		NameLabel, labelValue(labels, NameLabel), NamespaceLabel, labelValue(labels, NamespaceLabel),
-		OwnerKindLabel, labelValue(labels, OwnerKindLabel))
+		v1.LabelName, labelValue(labels, v1.LabelName), v1.LabelNamespace, labelValue(labels, v1.LabelNamespace),
+		v1.LabelOwnerKind, labelValue(labels, v1.LabelOwnerKind))
 }
 
 func labelValue(labels map[string]string, key string) string {
@@ -102,4 +106,9 @@ func labelValue(labels map[string]string, key string) string {
 		return `""`
 	}
 	return v
+}
+
+// PruneDisabled reports whether annotations opt an object out of pruning.
+func PruneDisabled(annotations map[string]string) bool {
+	return annotations[v1.AnnotationPrune] == v1.PruneDisabled
 }

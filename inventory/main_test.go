@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"os"
 	"testing"
@@ -67,13 +69,13 @@ func createCM(t *testing.T, ns, name string, labels, annotations map[string]stri
 // lives in ns.
 func ours(t *testing.T, ns, name string) Entry {
 	t.Helper()
-	return createCM(t, ns, name, OwnerLabels(owner, ns), nil)
+	return createCM(t, ns, name, object.OwnerLabels(owner, ns), nil)
 }
 
 // oursIn creates a ConfigMap in ns owned by the sync that lives in home.
 func oursIn(t *testing.T, home, ns, name string) Entry {
 	t.Helper()
-	return createCM(t, ns, name, OwnerLabels(owner, home), nil)
+	return createCM(t, ns, name, object.OwnerLabels(owner, home), nil)
 }
 
 // createNamespace creates a Namespace (with labels) that the test deletes
@@ -85,7 +87,7 @@ func createNamespace(t *testing.T, labels map[string]string) Entry {
 		t.Fatalf("create Namespace: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
-	return Entry{ID: ObjectID{Kind: "Namespace", Name: ns.Name}, UID: ns.UID, Version: "v1"}
+	return Entry{ID: object.ID{Kind: "Namespace", Name: ns.Name}, UID: ns.UID, Version: "v1"}
 }
 
 // exists reports whether the object of e is present (and not being deleted).

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,7 +15,7 @@ type PruneOptions struct {
 	// exactly these owner labels are pruned. Name is required.
 	Name, Namespace string
 	// CLI says the owner is a CLI inventory (`gitsync apply --name`), whose
-	// objects carry OwnerKindLabel, rather than the GitSync Namespace/Name.
+	// objects carry v1.LabelOwnerKind, rather than the GitSync Namespace/Name.
 	CLI bool
 
 	// SyncSucceeded must be set by the caller only when fetch, render and
@@ -102,8 +104,8 @@ func (o PruneOptions) ForDeletion() PruneOptions {
 }
 
 // owner is the sync whose objects this prune may delete.
-func (o PruneOptions) owner() Owner {
-	return Owner{Namespace: o.Namespace, Name: o.Name, CLI: o.CLI}
+func (o PruneOptions) owner() object.Owner {
+	return object.Owner{Namespace: o.Namespace, Name: o.Name, CLI: o.CLI}
 }
 
 func (o PruneOptions) concurrency() int {

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,7 +80,7 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 			return PruneEntry{ID: e.ID, Action: ActionAbsent, Reason: "recorded as pending, never created"}
 		case err != nil:
 			return failed(err)
-		case !OwnedBy(live.GetLabels(), name, namespace):
+		case !object.OwnedBy(live.GetLabels(), name, namespace):
 			return PruneEntry{ID: e.ID, Action: ActionKept, Reason: "recorded as pending, and the live object does not carry this sync's owner labels"}
 		}
 		e.UID = live.GetUID()
@@ -89,7 +93,7 @@ func orphanOne(ctx context.Context, c client.Client, r resolver, e Entry, name, 
 	if err != nil {
 		return failed(err)
 	}
-	err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager))
+	err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v1.FieldManager))
 	switch {
 	case err == nil:
 		return PruneEntry{ID: e.ID, Action: ActionOrphaned, Reason: "owner labels removed"}
@@ -126,8 +130,8 @@ func orphanPatch(uid types.UID, name, namespace string) ([]byte, error) {
 		Path  string  `json:"path"`
 		Value *string `json:"value,omitempty"`
 	}
-	nameLabel := "/metadata/labels/" + jsonPointerEscape(NameLabel)
-	namespaceLabel := "/metadata/labels/" + jsonPointerEscape(NamespaceLabel)
+	nameLabel := "/metadata/labels/" + jsonPointerEscape(v1.LabelName)
+	namespaceLabel := "/metadata/labels/" + jsonPointerEscape(v1.LabelNamespace)
 	return json.Marshal([]op{
 		{Op: "test", Path: "/metadata/uid", Value: ptrTo(string(uid))},
 		{Op: "test", Path: nameLabel, Value: &name},
@@ -151,7 +155,7 @@ func notOwnedAnyMore(ctx context.Context, c client.Reader, gvk schema.GroupVersi
 		return ActionAbsent, true
 	case err != nil:
 		return "", false
-	case live.GetUID() != e.UID || !OwnedBy(live.GetLabels(), name, namespace):
+	case live.GetUID() != e.UID || !object.OwnedBy(live.GetLabels(), name, namespace):
 		return ActionKept, true
 	}
 	return "", false

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"testing"
 
@@ -14,10 +16,10 @@ import (
 func TestOrphan(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	labels := OwnerLabels(owner, ns)
+	labels := object.OwnerLabels(owner, ns)
 	labels["team"] = "web"
 	mine := createCM(t, ns, "mine", labels, nil)
-	taken := createCM(t, ns, "taken", OwnerLabels("other-app", ns), nil)
+	taken := createCM(t, ns, "taken", object.OwnerLabels("other-app", ns), nil)
 	recreated := ours(t, ns, "recreated")
 	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metaOf(recreated)}); err != nil {
 		t.Fatal(err)
@@ -43,8 +45,8 @@ func TestOrphan(t *testing.T) {
 	}
 	for e, wantLabels := range map[Entry]map[string]string{
 		mine:  {"team": "web"},
-		taken: OwnerLabels("other-app", ns),
-		newer: OwnerLabels(owner, ns),
+		taken: object.OwnerLabels("other-app", ns),
+		newer: object.OwnerLabels(owner, ns),
 	} {
 		obj := &corev1.ConfigMap{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: e.ID.Name}, obj); err != nil {

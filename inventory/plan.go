@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +16,7 @@ import (
 
 // Deletion is one object a plan deletes, as it was read live.
 type Deletion struct {
-	ID  ObjectID
+	ID  object.ID
 	GVK schema.GroupVersionKind
 	// UID and ResourceVersion are the deletion's preconditions: the object
 	// must still be the one that was checked.
@@ -181,7 +183,7 @@ func (p *PrunePlan) inspect(ctx context.Context, c client.Reader, e Entry) check
 }
 
 // definitionNotAllowed applies the Namespace and CRD switches.
-func (p *PrunePlan) definitionNotAllowed(id ObjectID) string {
+func (p *PrunePlan) definitionNotAllowed(id object.ID) string {
 	switch id.GroupKind() {
 	case namespaceGK:
 		if !p.opts.AllowNamespaces {
@@ -200,7 +202,7 @@ func (p *PrunePlan) definitionNotAllowed(id ObjectID) string {
 
 // definitionBlocked reports why a Namespace or CRD must stay because it
 // holds objects outside deleting ("" when it may go).
-func (p *PrunePlan) definitionBlocked(ctx context.Context, c client.Reader, d Deletion, deleting map[ObjectID]types.UID) (string, error) {
+func (p *PrunePlan) definitionBlocked(ctx context.Context, c client.Reader, d Deletion, deleting map[object.ID]types.UID) (string, error) {
 	switch d.ID.GroupKind() {
 	case namespaceGK:
 		return namespaceBlocked(ctx, c, p.opts.Discovery, d.ID.Name, deleting)
@@ -210,8 +212,8 @@ func (p *PrunePlan) definitionBlocked(ctx context.Context, c client.Reader, d De
 	return "", nil
 }
 
-func deletionSet(ds []Deletion) map[ObjectID]types.UID {
-	set := make(map[ObjectID]types.UID, len(ds))
+func deletionSet(ds []Deletion) map[object.ID]types.UID {
+	set := make(map[object.ID]types.UID, len(ds))
 	for _, d := range ds {
 		set[d.ID] = d.UID
 	}

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"fmt"
 	"slices"
@@ -11,11 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// AllowProtectedPruneAnnotation set to "true" on a protected object (the
-// GitSync being reconciled, the GitSync CRD, the agent's own workload,
-// ServiceAccount, RBAC and Namespace) is the explicit consent to prune it.
-const AllowProtectedPruneAnnotation = "gitsync.dev/allow-protected-prune"
 
 // ProtectedReasonPrefix starts the reason of every object a prune kept
 // because it is protected.
@@ -31,7 +30,7 @@ type Protection struct {
 	// held its own GitSync and dropped it must not delete its own sync. Other
 	// GitSyncs (children of an app of apps) stay prunable; their own
 	// finalizers then apply their rails.
-	Self *ObjectID
+	Self *object.ID
 	// AgentNamespace and AgentServiceAccount identify the agent: its
 	// Namespace, ServiceAccount, the workloads running as it in that
 	// namespace and the RBAC that binds it are protected. Empty when unknown
@@ -39,9 +38,9 @@ type Protection struct {
 	AgentNamespace, AgentServiceAccount string
 }
 
-// GitSyncID is the ObjectID of the GitSync namespace/name.
-func GitSyncID(namespace, name string) ObjectID {
-	return ObjectID{Group: "gitsync.dev", Kind: "GitSync", Namespace: namespace, Name: name}
+// GitSyncID is the object.ID of the GitSync namespace/name.
+func GitSyncID(namespace, name string) object.ID {
+	return object.ID{Group: "gitsync.dev", Kind: "GitSync", Namespace: namespace, Name: name}
 }
 
 // Reason returns why the live object id must not be pruned ("" when it may).
@@ -49,8 +48,8 @@ func GitSyncID(namespace, name string) ObjectID {
 // template of workloads in the agent's namespace, the subjects of bindings,
 // the bindings of roles. A read that fails protects the object: an unchecked
 // object is never deleted.
-func (p Protection) Reason(ctx context.Context, c client.Reader, id ObjectID, live metav1.Object) string {
-	if live.GetAnnotations()[AllowProtectedPruneAnnotation] == "true" {
+func (p Protection) Reason(ctx context.Context, c client.Reader, id object.ID, live metav1.Object) string {
+	if live.GetAnnotations()[v1.AnnotationAllowProtectedPrune] == "true" {
 		return ""
 	}
 	reason, err := p.reason(ctx, c, id)
@@ -60,10 +59,10 @@ func (p Protection) Reason(ctx context.Context, c client.Reader, id ObjectID, li
 	if reason == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s%s (annotate it %s=true to allow pruning it)", ProtectedReasonPrefix, reason, AllowProtectedPruneAnnotation)
+	return fmt.Sprintf("%s%s (annotate it %s=true to allow pruning it)", ProtectedReasonPrefix, reason, v1.AnnotationAllowProtectedPrune)
 }
 
-func (p Protection) reason(ctx context.Context, c client.Reader, id ObjectID) (string, error) {
+func (p Protection) reason(ctx context.Context, c client.Reader, id object.ID) (string, error) {
 	switch {
 	case p.Self != nil && id == *p.Self:
 		return "it is the GitSync being synced", nil
@@ -107,7 +106,7 @@ var podTemplateServiceAccount = []string{"spec", "template", "spec", "serviceAcc
 
 // workload protects a workload in the agent's namespace whose pods run as
 // the agent's ServiceAccount.
-func (p Protection) workload(ctx context.Context, c client.Reader, id ObjectID, field podServiceAccountField) (string, error) {
+func (p Protection) workload(ctx context.Context, c client.Reader, id object.ID, field podServiceAccountField) (string, error) {
 	if id.Namespace != p.AgentNamespace || p.AgentServiceAccount == "" {
 		return "", nil
 	}
@@ -128,7 +127,7 @@ func (p Protection) workload(ctx context.Context, c client.Reader, id ObjectID, 
 
 // rbac protects bindings that grant the agent's ServiceAccount anything, and
 // the roles such bindings refer to.
-func (p Protection) rbac(ctx context.Context, c client.Reader, id ObjectID) (string, error) {
+func (p Protection) rbac(ctx context.Context, c client.Reader, id object.ID) (string, error) {
 	if p.AgentServiceAccount == "" {
 		return "", nil
 	}

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"strings"
 	"testing"
@@ -15,9 +19,9 @@ import (
 )
 
 // createOwned creates obj with the sync's owner labels and returns its entry.
-func createOwned(t *testing.T, ns string, obj client.Object, id ObjectID) Entry {
+func createOwned(t *testing.T, ns string, obj client.Object, id object.ID) Entry {
 	t.Helper()
-	obj.SetLabels(OwnerLabels(owner, ns))
+	obj.SetLabels(object.OwnerLabels(owner, ns))
 	if err := env.Client.Create(context.Background(), obj); err != nil {
 		t.Fatalf("create %s: %v", id, err)
 	}
@@ -33,8 +37,8 @@ func createOwned(t *testing.T, ns string, obj client.Object, id ObjectID) Entry 
 func TestPruneKeepsTheAgentsFooting(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	rbacID := func(kind, ns, name string) ObjectID {
-		return ObjectID{Group: rbacv1.GroupName, Kind: kind, Namespace: ns, Name: name}
+	rbacID := func(kind, ns, name string) object.ID {
+		return object.ID{Group: rbacv1.GroupName, Kind: kind, Namespace: ns, Name: name}
 	}
 	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "agent"}}}
 	deployment := func(name, sa string) *appsv1.Deployment {
@@ -52,10 +56,10 @@ func TestPruneKeepsTheAgentsFooting(t *testing.T) {
 	clusterRoleName, otherClusterRole := "gitsync-test-agent-"+ns, "gitsync-test-tenant-"+ns
 
 	e := map[string]Entry{
-		"sa":             createOwned(t, ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}}, ObjectID{Kind: "ServiceAccount", Namespace: ns, Name: "agent"}),
-		"other sa":       createOwned(t, ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}}, ObjectID{Kind: "ServiceAccount", Namespace: ns, Name: "tenant"}),
-		"deployment":     createOwned(t, ns, deployment("agent", "agent"), ObjectID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "agent"}),
-		"other deploy":   createOwned(t, ns, deployment("web", "tenant"), ObjectID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}),
+		"sa":             createOwned(t, ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}}, object.ID{Kind: "ServiceAccount", Namespace: ns, Name: "agent"}),
+		"other sa":       createOwned(t, ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}}, object.ID{Kind: "ServiceAccount", Namespace: ns, Name: "tenant"}),
+		"deployment":     createOwned(t, ns, deployment("agent", "agent"), object.ID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "agent"}),
+		"other deploy":   createOwned(t, ns, deployment("web", "tenant"), object.ID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}),
 		"role":           createOwned(t, ns, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Rules: rule}, rbacID("Role", ns, "agent")),
 		"other role":     createOwned(t, ns, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}, Rules: rule}, rbacID("Role", ns, "tenant")),
 		"rolebinding":    createOwned(t, ns, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent"}}, rbacID("RoleBinding", ns, "agent")),
@@ -63,7 +67,7 @@ func TestPruneKeepsTheAgentsFooting(t *testing.T) {
 		"clusterrole":    createOwned(t, ns, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleName}, Rules: rule}, rbacID("ClusterRole", "", clusterRoleName)),
 		"other clusterr": createOwned(t, ns, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: otherClusterRole}, Rules: rule}, rbacID("ClusterRole", "", otherClusterRole)),
 		"crb":            createOwned(t, ns, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleName}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRoleName}}, rbacID("ClusterRoleBinding", "", clusterRoleName)),
-		"consented":      createOwned(t, ns, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-extra", Annotations: map[string]string{AllowProtectedPruneAnnotation: "true"}}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "retired"}}, rbacID("RoleBinding", ns, "agent-extra")),
+		"consented":      createOwned(t, ns, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-extra", Annotations: map[string]string{v1.AnnotationAllowProtectedPrune: "true"}}, Subjects: agentSubject, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "retired"}}, rbacID("RoleBinding", ns, "agent-extra")),
 	}
 	for _, name := range []string{clusterRoleName, otherClusterRole} {
 		t.Cleanup(func() {
@@ -94,7 +98,7 @@ func TestPruneKeepsTheAgentsFooting(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
-	if r := reasons(res)[e["sa"].ID.String()]; !strings.Contains(r, "protected") || !strings.Contains(r, AllowProtectedPruneAnnotation) {
+	if r := reasons(res)[e["sa"].ID.String()]; !strings.Contains(r, "protected") || !strings.Contains(r, v1.AnnotationAllowProtectedPrune) {
 		t.Errorf("reason for the agent's ServiceAccount = %q, want it to say protected and name the consent annotation", r)
 	}
 }
@@ -129,7 +133,7 @@ func TestPruneNeverDeletesItsOwnGitSync(t *testing.T) {
 // the Self case in Execute the entry fails with "not deleted within".)
 func TestConsentedSelfPruneDoesNotWaitOnItself(t *testing.T) {
 	ns := env.Namespace(t)
-	self := createCM(t, ns, "self", OwnerLabels(owner, ns), map[string]string{AllowProtectedPruneAnnotation: "true"}, "example.com/hold")
+	self := createCM(t, ns, "self", object.OwnerLabels(owner, ns), map[string]string{v1.AnnotationAllowProtectedPrune: "true"}, "example.com/hold")
 	t.Cleanup(func() { releaseFinalizers(t, self) })
 	opts := testOptions(t, ns)
 	opts.Protect = Protection{Self: &self.ID}
@@ -149,7 +153,7 @@ func TestConsentedSelfPruneDoesNotWaitOnItself(t *testing.T) {
 	}
 }
 
-func actionOf(res *PruneResult, id ObjectID) Action {
+func actionOf(res *PruneResult, id object.ID) Action {
 	for _, e := range res.Entries {
 		if e.ID == id {
 			return e.Action

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"strings"
@@ -41,10 +45,10 @@ func TestPruneOnlyWhatIsStillOurs(t *testing.T) {
 	c := watchClient(t)
 	ctx := context.Background()
 	anchor := ours(t, ns, "anchor")
-	relabelled := createCM(t, ns, "relabelled", OwnerLabels("other-app", ns), nil)
-	otherNamespace := createCM(t, ns, "other-namespace", OwnerLabels(owner, "elsewhere"), nil)
+	relabelled := createCM(t, ns, "relabelled", object.OwnerLabels("other-app", ns), nil)
+	otherNamespace := createCM(t, ns, "other-namespace", object.OwnerLabels(owner, "elsewhere"), nil)
 	unlabelled := createCM(t, ns, "unlabelled", nil, nil)
-	disabled := createCM(t, ns, "disabled", OwnerLabels(owner, ns), map[string]string{PruneAnnotation: PruneDisabledValue})
+	disabled := createCM(t, ns, "disabled", object.OwnerLabels(owner, ns), map[string]string{v1.AnnotationPrune: v1.PruneDisabled})
 	recreated := ours(t, ns, "recreated")
 	if err := c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metaOf(recreated)}); err != nil {
 		t.Fatal(err)
@@ -185,7 +189,7 @@ func TestPruneRechecksOnConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	patch(taken, map[string]string{NameLabel: "someone-else"}, nil)
+	patch(taken, map[string]string{v1.LabelName: "someone-else"}, nil)
 	patch(touched, nil, map[string]string{"k": "v"})
 
 	res, err := plan.Execute(ctx, c)

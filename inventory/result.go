@@ -1,5 +1,9 @@
 package inventory
 
+import (
+	"gitsync.dev/gitsync/object"
+)
+
 // Action says what pruning or orphaning did with one object.
 type Action string
 
@@ -25,7 +29,7 @@ const (
 
 // PruneEntry is the outcome for one object.
 type PruneEntry struct {
-	ID     ObjectID
+	ID     object.ID
 	Action Action
 	// Reason explains the action in words for status, events and the CLI.
 	Reason string

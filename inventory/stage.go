@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"cmp"
 	"slices"
 
@@ -55,7 +57,7 @@ var builtinGroups = map[string]bool{
 }
 
 // StageOf returns the deletion stage of an object.
-func StageOf(id ObjectID) Stage {
+func StageOf(id object.ID) Stage {
 	switch {
 	case definitionKinds[id.GroupKind()]:
 		return StageDefinitions

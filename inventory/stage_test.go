@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"errors"
 	"fmt"
 	"testing"
@@ -10,19 +12,19 @@ import (
 
 func TestStageOf(t *testing.T) {
 	tests := []struct {
-		id   ObjectID
+		id   object.ID
 		want Stage
 	}{
-		{ObjectID{Group: "example.com", Kind: "Widget", Namespace: "ns", Name: "w"}, StageCustomResources},
-		{ObjectID{Group: "example.com", Kind: "ClusterWidget", Name: "w"}, StageCustomResources},
-		{ObjectID{Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "ns", Name: "g"}, StageCustomResources},
-		{ObjectID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "d"}, StageNamespaced},
-		{ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: "c"}, StageNamespaced},
-		{ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "r"}, StageCluster},
-		{ObjectID{Group: "storage.k8s.io", Kind: "StorageClass", Name: "fast"}, StageCluster},
-		{ObjectID{Kind: "Namespace", Name: "ns"}, StageDefinitions},
-		{ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, StageDefinitions},
-		{ObjectID{Group: "apiregistration.k8s.io", Kind: "APIService", Name: "v1.example.com"}, StageDefinitions},
+		{object.ID{Group: "example.com", Kind: "Widget", Namespace: "ns", Name: "w"}, StageCustomResources},
+		{object.ID{Group: "example.com", Kind: "ClusterWidget", Name: "w"}, StageCustomResources},
+		{object.ID{Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "ns", Name: "g"}, StageCustomResources},
+		{object.ID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "d"}, StageNamespaced},
+		{object.ID{Kind: "ConfigMap", Namespace: "ns", Name: "c"}, StageNamespaced},
+		{object.ID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "r"}, StageCluster},
+		{object.ID{Group: "storage.k8s.io", Kind: "StorageClass", Name: "fast"}, StageCluster},
+		{object.ID{Kind: "Namespace", Name: "ns"}, StageDefinitions},
+		{object.ID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, StageDefinitions},
+		{object.ID{Group: "apiregistration.k8s.io", Kind: "APIService", Name: "v1.example.com"}, StageDefinitions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
@@ -36,7 +38,7 @@ func TestStageOf(t *testing.T) {
 // TestPlanOrdering: deletions run custom resources first, CRDs and
 // Namespaces last, and in ID order within a stage, whatever the input order.
 func TestPlanOrdering(t *testing.T) {
-	ids := []ObjectID{
+	ids := []object.ID{
 		{Kind: "Namespace", Name: "app"},
 		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "app"},

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -25,8 +27,6 @@ const (
 	ConfigMapPrefix = "gitsync-inventory-"
 	// ConfigMapKey holds the gzip-compressed JSON Inventory in binaryData.
 	ConfigMapKey = "inventory.json.gz"
-	// CountAnnotation shows the number of entries without decoding them.
-	CountAnnotation = "gitsync.dev/inventory-entries"
 	// MaxConfigMapBytes is the largest compressed inventory stored: a
 	// ConfigMap is capped at 1 MiB, and metadata needs some of it. Some
 	// 30,000 entries fit: each costs 25-40 bytes compressed, mostly its
@@ -109,15 +109,15 @@ func (s *configMapStore) Save(ctx context.Context, inv *Inventory) error {
 	}
 	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.key.Namespace, Name: s.key.Name, Labels: map[string]string{InventoryLabel: s.syncName},
+			Namespace: s.key.Namespace, Name: s.key.Name, Labels: map[string]string{v1.LabelInventory: s.syncName},
 		}}
 	}
-	metav1.SetMetaDataAnnotation(&cm.ObjectMeta, CountAnnotation, strconv.Itoa(inv.Len()))
+	metav1.SetMetaDataAnnotation(&cm.ObjectMeta, v1.AnnotationInventoryEntries, strconv.Itoa(inv.Len()))
 	cm.BinaryData = map[string][]byte{ConfigMapKey: data}
 	if cm.ResourceVersion == "" {
-		err = s.c.Create(ctx, cm, client.FieldOwner(FieldManager))
+		err = s.c.Create(ctx, cm, client.FieldOwner(v1.FieldManager))
 	} else {
-		err = s.c.Update(ctx, cm, client.FieldOwner(FieldManager)) // resourceVersion guards concurrent CLIs
+		err = s.c.Update(ctx, cm, client.FieldOwner(v1.FieldManager)) // resourceVersion guards concurrent CLIs
 	}
 	if err != nil {
 		return fmt.Errorf("ConfigMap/%s/%s save failed: %w", s.key.Namespace, s.key.Name, err)
@@ -138,8 +138,8 @@ func (s *configMapStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
 		}
 		return nil, fmt.Errorf("ConfigMap/%s/%s load failed: %w", s.key.Namespace, s.key.Name, err)
 	}
-	if got := cm.Labels[InventoryLabel]; got != s.syncName {
-		return nil, fmt.Errorf("ConfigMap/%s/%s is not the inventory of sync %q (label %s=%q)", s.key.Namespace, s.key.Name, s.syncName, InventoryLabel, got)
+	if got := cm.Labels[v1.LabelInventory]; got != s.syncName {
+		return nil, fmt.Errorf("ConfigMap/%s/%s is not the inventory of sync %q (label %s=%q)", s.key.Namespace, s.key.Name, s.syncName, v1.LabelInventory, got)
 	}
 	return cm, nil
 }

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"strings"
 	"testing"
@@ -39,8 +41,8 @@ func TestConfigMapStoreRoundTrip(t *testing.T) {
 	if err := env.Client.Get(ctx, key, stored); err != nil {
 		t.Fatal(err)
 	}
-	if stored.Labels[InventoryLabel] != "web" || stored.Annotations[CountAnnotation] != "1" {
-		t.Errorf("ConfigMap labels %v, annotations %v; want %s=web and %s=1", stored.Labels, stored.Annotations, InventoryLabel, CountAnnotation)
+	if stored.Labels[v1.LabelInventory] != "web" || stored.Annotations[v1.AnnotationInventoryEntries] != "1" {
+		t.Errorf("ConfigMap labels %v, annotations %v; want %s=web and %s=1", stored.Labels, stored.Annotations, v1.LabelInventory, v1.AnnotationInventoryEntries)
 	}
 	// Saving what is stored writes nothing.
 	current, _ := store.Load(ctx)

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"errors"
 	"fmt"
 	"testing"
@@ -14,7 +16,7 @@ func largeInventory(n int) *Inventory {
 	es := make([]Entry, n)
 	for i := range es {
 		es[i] = Entry{
-			ID:      ObjectID{Group: "apps", Kind: "Deployment", Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("service-%05d", i)},
+			ID:      object.ID{Group: "apps", Kind: "Deployment", Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("service-%05d", i)},
 			UID:     uuid.NewUUID(),
 			Version: "v1",
 		}

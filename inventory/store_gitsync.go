@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"fmt"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
@@ -16,7 +18,7 @@ func FromGitSyncStatus(gs *v1.GitSync) (*Inventory, error) {
 	}
 	entries := make([]Entry, 0, len(gs.Status.Inventory.Entries))
 	for _, e := range gs.Status.Inventory.Entries {
-		id, err := ParseKey(e.ID)
+		id, err := object.ParseKey(e.ID)
 		if err != nil {
 			return nil, fmt.Errorf("GitSync/%s/%s status inventory invalid: %w", gs.Namespace, gs.Name, err)
 		}

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"testing"
@@ -27,7 +29,7 @@ func TestUnservedKindIsUnknown(t *testing.T) {
 	ctx := context.Background()
 	crd := createCRD(t, nil)
 	known := watchClient(t)
-	w := createWidget(t, crd, ns, "w", OwnerLabels(owner, ns))
+	w := createWidget(t, crd, ns, "w", object.OwnerLabels(owner, ns))
 	if _, err := getMeta(ctx, known, widgetObject(crd, w).GroupVersionKind(), w.ID); err != nil {
 		t.Fatal(err) // the mapper of known now has the kind
 	}
@@ -79,7 +81,7 @@ func setWidgetServed(t *testing.T, crd testCRD, served bool) {
 	if err := env.Client.Update(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
-	probe := widgetObject(crd, Entry{ID: ObjectID{Namespace: "default", Name: "probe"}})
+	probe := widgetObject(crd, Entry{ID: object.ID{Namespace: "default", Name: "probe"}})
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		ok, err := kindServed(ctx, watchClient(t), probe.GroupVersionKind(), "default", apierrors.NewNotFound(schema.GroupResource{Group: crd.group, Resource: "widgets"}, "probe"))
 		return err == nil && ok == served, nil

@@ -1,6 +1,8 @@
 package chart_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"os"
 	"os/exec"
@@ -15,7 +17,6 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
@@ -86,7 +87,7 @@ func wantSubjects(t *testing.T, objs []*unstructured.Unstructured, want ...strin
 	t.Helper()
 	got := make([]string, len(objs))
 	for i, o := range objs {
-		got[i] = inventory.IDOf(o).String()
+		got[i] = object.IDOf(o).String()
 	}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -330,7 +332,7 @@ func printPruned(p *printer, cs *apply.ChangeSet, res *inventory.PruneResult) {
 
 // waitReady waits for every applied object to become ready.
 func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.ChangeSet, out io.Writer) error {
-	var ids []inventory.ObjectID
+	var ids []object.ID
 	for _, e := range cs.Entries {
 		switch e.Action {
 		case apply.Created, apply.Configured, apply.Unchanged:
@@ -371,7 +373,7 @@ func newApplier(tgt *Target, name string, recorded *inventory.Inventory, f appli
 	opts.DefaultNamespace = tgt.Namespace
 	opts.Progress = f.Progress
 	if name != "" {
-		opts.OwnerLabels = inventory.CLIOwner(tgt.Namespace, name).Labels()
+		opts.OwnerLabels = object.CLIOwner(tgt.Namespace, name).Labels()
 		opts.Recorded = recorded
 	}
 	live := newListedReader(tgt.Client)

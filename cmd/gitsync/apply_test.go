@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"strings"
@@ -29,7 +31,7 @@ func TestPrunePreviewFromInventory(t *testing.T) {
 	// Someone else's ConfigMap with the same owner labels but not in the inventory.
 	foreign := &corev1.ConfigMap{}
 	foreign.Name, foreign.Namespace = "foreign", ns
-	foreign.Labels = inventory.CLIOwner(ns, "web").Labels()
+	foreign.Labels = object.CLIOwner(ns, "web").Labels()
 	if err := testClient(t).Create(context.Background(), foreign); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/health"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // waitBetweenWaves is the wave gate of `gitsync apply --wait`: after each
@@ -17,7 +18,7 @@ import (
 // would draw over it.
 func (o *ApplyOptions) waitBetweenWaves(tgt *Target, failed *error) apply.WaveGate {
 	return func(ctx context.Context, done, next int, cs *apply.ChangeSet) bool {
-		var ids []inventory.ObjectID
+		var ids []object.ID
 		for _, e := range cs.Entries {
 			switch e.Action {
 			case apply.Created, apply.Configured, apply.Unchanged:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"strings"
 	"testing"
@@ -12,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestReconcileWait: reconcile asks the running agent for a sync now (a new
@@ -97,14 +98,14 @@ func TestTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entry := func(id inventory.ObjectID, v string) gitsyncv1.InventoryEntry {
+	entry := func(id object.ID, v string) gitsyncv1.InventoryEntry {
 		return gitsyncv1.InventoryEntry{ID: id.Key(), Version: v}
 	}
 	createGitSync(t, c, ns, "web", gitsyncv1.GitSyncStatus{Inventory: &gitsyncv1.Inventory{Entries: []gitsyncv1.InventoryEntry{
-		entry(inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "cm"}, "v1"),
-		entry(inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "cm2"}, "v1"),
-		entry(inventory.ObjectID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}, "v1"),
-		entry(inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "gone"}, ""),
+		entry(object.ID{Kind: "ConfigMap", Namespace: ns, Name: "cm"}, "v1"),
+		entry(object.ID{Kind: "ConfigMap", Namespace: ns, Name: "cm2"}, "v1"),
+		entry(object.ID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}, "v1"),
+		entry(object.ID{Kind: "ConfigMap", Namespace: ns, Name: "gone"}, ""),
 	}}})
 	r := gitsyncIn(t, ns, "tree", "web")
 	wantCode(t, r, 0)

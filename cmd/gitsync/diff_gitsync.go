@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"errors"
 	"fmt"
@@ -220,7 +222,7 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffRepor
 	opts.DryRun, opts.Diff = true, true
 	opts.Force = gs.Spec.Force
 	opts.DefaultNamespace = p.as.Namespace
-	opts.OwnerLabels = inventory.OwnerLabels(gs.Name, gs.Namespace)
+	opts.OwnerLabels = object.OwnerLabels(gs.Name, gs.Namespace)
 	live := newListedReader(p.as.Client)
 	a, err := apply.New(p.as.Config, live, opts)
 	if err != nil {
@@ -264,10 +266,10 @@ func gitSyncPruneRails(gs *gitsyncv1.GitSync) (inventory.PruneOptions, error) {
 	self := inventory.GitSyncID(gs.Namespace, gs.Name)
 	opts.Protect = inventory.Protection{Self: &self}
 	opts.MaxShare = controller.DefaultOptions().PruneMaxShare
-	if raw, ok := gs.Annotations[inventory.PruneMaxShareAnnotation]; ok {
+	if raw, ok := gs.Annotations[gitsyncv1.AnnotationPruneMaxShare]; ok {
 		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil || v < 0 || v > 1 {
-			return opts, fmt.Errorf("GitSync/%s/%s annotation %s=%q must be a number between 0 and 1", gs.Namespace, gs.Name, inventory.PruneMaxShareAnnotation, raw)
+			return opts, fmt.Errorf("GitSync/%s/%s annotation %s=%q must be a number between 0 and 1", gs.Namespace, gs.Name, gitsyncv1.AnnotationPruneMaxShare, raw)
 		}
 		opts.MaxShare = v
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"slices"
 	"strings"
@@ -15,7 +17,6 @@ import (
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/gittest"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // previewFixture is a GitSync "web" in ns that applies to target as the
@@ -47,7 +48,7 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 	// The agent applied "changed" and "stale" earlier: field manager
 	// gitsync, web's owner labels (kept by an apply without --name).
 	applied := t.TempDir()
-	labels := "  labels:\n    " + inventory.NameLabel + ": web\n    " + inventory.NamespaceLabel + ": " + f.ns + "\n"
+	labels := "  labels:\n    " + gitsyncv1.LabelName + ": web\n    " + gitsyncv1.LabelNamespace + ": " + f.ns + "\n"
 	writeFiles(t, applied, map[string]string{
 		"changed.yaml": strings.Replace(configMap("changed", "k", "v1"), "metadata:\n", "metadata:\n"+labels, 1),
 		"stale.yaml":   strings.Replace(configMap("stale", "k", "v"), "metadata:\n", "metadata:\n"+labels, 1),
@@ -59,7 +60,7 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.target, Name: name}, live); err != nil {
 			t.Fatal(err)
 		}
-		id := inventory.ObjectID{Kind: "ConfigMap", Namespace: f.target, Name: name}
+		id := object.ID{Kind: "ConfigMap", Namespace: f.target, Name: name}
 		entries = append(entries, gitsyncv1.InventoryEntry{ID: id.Key(), Version: "v1", UID: live.UID})
 	}
 	f.repo = t.TempDir()

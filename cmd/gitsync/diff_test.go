@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/internal/gittest"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // TestDiffExitCodes walks one ConfigMap through missing (1), in sync (0),
@@ -394,7 +395,7 @@ func TestDiffWithoutNameKeepsOwnerLabels(t *testing.T) {
 	if err := testClient(t).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "a"}, live); err != nil {
 		t.Fatal(err)
 	}
-	if live.Data["k"] != "changed" || !inventory.CLIOwner(ns, "web").Owns(live.Labels) {
+	if live.Data["k"] != "changed" || !object.CLIOwner(ns, "web").Owns(live.Labels) {
 		t.Errorf("apply without --name: data %v, labels %v; want the change and sync web's owner labels", live.Data, live.Labels)
 	}
 	wantCode(t, gitsyncIn(t, ns, "diff", dir, "--name", "web"), 0)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"sync"
 
@@ -8,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // listThreshold is how many desired objects of one (kind, namespace) make
@@ -57,7 +57,7 @@ func newListedReader(direct client.Reader) *listedReader {
 
 // expect plans the LISTs for desired, whose IDs (default namespaces
 // applied, zero for an unknown kind) are ids, in the same order.
-func (r *listedReader) expect(desired []*unstructured.Unstructured, ids []inventory.ObjectID) {
+func (r *listedReader) expect(desired []*unstructured.Unstructured, ids []object.ID) {
 	counts := map[listKey]int{}
 	for i, obj := range desired {
 		if i < len(ids) && ids[i].Kind != "" {

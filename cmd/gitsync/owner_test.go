@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ func TestCLINameNeverTakesAGitSyncsObject(t *testing.T) {
 	c := testClient(t)
 	owned := &corev1.ConfigMap{}
 	owned.Name, owned.Namespace = "shared", ns
-	owned.Labels = inventory.OwnerLabels("web", ns)
+	owned.Labels = object.OwnerLabels("web", ns)
 	owned.Data = map[string]string{"k": "gitsync"}
 	if err := c.Create(ctx, owned); err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func TestCLINameNeverTakesAGitSyncsObject(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(owned), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.ResourceVersion != owned.ResourceVersion || got.Data["k"] != "gitsync" || !inventory.OwnedBy(got.Labels, "web", ns) {
+	if got.ResourceVersion != owned.ResourceVersion || got.Data["k"] != "gitsync" || !object.OwnedBy(got.Labels, "web", ns) {
 		t.Errorf("the GitSync's object changed: labels %v data %v", got.Labels, got.Data)
 	}
 }
@@ -62,14 +64,14 @@ func TestCLIKeepsItsLegacyObjects(t *testing.T) {
 	c := testClient(t)
 	legacy := &corev1.ConfigMap{}
 	legacy.Name, legacy.Namespace = "legacy", ns
-	legacy.Labels = inventory.OwnerLabels("web", ns)
+	legacy.Labels = object.OwnerLabels("web", ns)
 	legacy.Data = map[string]string{"k": "v"}
 	// As if an older gitsync had written it by hand: kubectl's fields are taken back.
 	if err := c.Create(ctx, legacy, client.FieldOwner("kubectl")); err != nil {
 		t.Fatal(err)
 	}
 	store := inventory.NewConfigMapStore(c, ns, "web")
-	id := inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "legacy"}
+	id := object.ID{Kind: "ConfigMap", Namespace: ns, Name: "legacy"}
 	if err := store.Save(ctx, inventory.New(inventory.Entry{ID: id, UID: legacy.UID, Version: "v1"})); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestCLIKeepsItsLegacyObjects(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(legacy), got); err != nil {
 		t.Fatal(err)
 	}
-	if !inventory.CLIOwner(ns, "web").Owns(got.Labels) || got.Data["k"] != "v2" || got.UID != legacy.UID {
+	if !object.CLIOwner(ns, "web").Owns(got.Labels) || got.Data["k"] != "v2" || got.UID != legacy.UID {
 		t.Errorf("legacy object not kept by the CLI: labels %v data %v", got.Labels, got.Data)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
 )
 
 // ReconcileOptions are the inputs of gitsync reconcile.
@@ -90,7 +89,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		return withExitCode(exitError, fmt.Errorf("GitSync/%s/%s is suspended: run gitsync resume %s -n %s first", key.Namespace, key.Name, key.Name, key.Namespace))
 	}
 	token := o.now().UTC().Format(time.RFC3339Nano)
-	if err := annotate(ctx, tgt.Client, key, controller.RequestedAtAnnotation, token); err != nil {
+	if err := annotate(ctx, tgt.Client, key, gitsyncv1.AnnotationRequestedAt, token); err != nil {
 		return withExitCode(exitError, err)
 	}
 	fmt.Fprintf(o.Out, "GitSync/%s/%s reconcile requested\n", key.Namespace, key.Name)

@@ -354,7 +354,7 @@ func installCRD(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) e
 
 // addWebhook serves the Git webhook receiver on every replica. The leader
 // enqueues the GitSync directly; a replica that is not leading annotates it
-// with controller.RequestedAtAnnotation, which the leader's watch sees.
+// with gitsyncv1.AnnotationRequestedAt, which the leader's watch sees.
 func (o *RunOptions) addWebhook(mgr manager.Manager, rec *controller.GitSyncReconciler) error {
 	if listenerOff(o.WebhookAddr) {
 		return nil

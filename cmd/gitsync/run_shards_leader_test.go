@@ -19,7 +19,6 @@ import (
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
-	"gitsync.dev/gitsync/internal/shard"
 )
 
 // TestShardsWaitForLeader: a --shards auto replica started while a
@@ -65,7 +64,7 @@ func TestShardsWaitForLeader(t *testing.T) {
 			// holds no Lease and applies nothing, over three of its
 			// renewal periods after saying so.
 			tookNothing := func(ctx context.Context) error {
-				list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: shard.GroupLabel})
+				list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: gitsyncv1.LabelShardGroup})
 				if err != nil {
 					return nil
 				}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -352,7 +354,7 @@ func (o *SourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 // asked for some and none were sent; other errors pass unchanged (the
 // source's message already says what happened).
 func withCredentialsHint(err error) error {
-	if sourcegit.Reason(err) != sourcegit.ReasonAuthenticationRequired {
+	if sourcegit.Reason(err) != v1.ReasonAuthenticationRequired {
 		return err
 	}
 	return fmt.Errorf("%w; give credentials with $%s and $%s, or $%s (https), or --ssh-key (ssh)",

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"io"
@@ -145,7 +147,7 @@ func entryGVK(tgt *Target, e inventory.Entry) (schema.GroupVersionKind, error) {
 // desired ones: one LIST per (kind, namespace) of several objects.
 func treeReader(tgt *Target, inv *inventory.Inventory) client.Reader {
 	stubs := make([]*unstructured.Unstructured, 0, inv.Len())
-	ids := make([]inventory.ObjectID, 0, inv.Len())
+	ids := make([]object.ID, 0, inv.Len())
 	for _, e := range inv.Entries {
 		gvk, err := entryGVK(tgt, e)
 		if err != nil {

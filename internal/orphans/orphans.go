@@ -4,6 +4,8 @@
 package orphans
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"fmt"
 	"slices"
@@ -19,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Find returns one line per object carrying the owner labels of a GitSync in
@@ -45,7 +46,7 @@ func Find(ctx context.Context, cfg *rest.Config, ns string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel := inventory.NamespaceLabel + "=" + ns + "," + inventory.NameLabel
+	sel := v1.LabelNamespace + "=" + ns + "," + v1.LabelName
 	var orphans []string
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
@@ -64,8 +65,8 @@ func Find(ctx context.Context, cfg *rest.Config, ns string) ([]string, error) {
 				if it.DeletionTimestamp != nil {
 					continue
 				}
-				id := inventory.ObjectID{Group: gv.Group, Kind: res.Kind, Namespace: it.Namespace, Name: it.Name}
-				owner := it.Labels[inventory.NameLabel]
+				id := object.ID{Group: gv.Group, Kind: res.Kind, Namespace: it.Namespace, Name: it.Name}
+				owner := it.Labels[v1.LabelName]
 				if uid, ok := recorded[owner][id.Key()]; !ok || (uid != "" && uid != it.UID) {
 					orphans = append(orphans, fmt.Sprintf("%s (uid %s, owner GitSync %s/%s, recorded uid %q)", id, it.UID, ns, owner, uid))
 				}

@@ -1,6 +1,8 @@
 package orphans_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"os"
 	"testing"
@@ -15,7 +17,6 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/orphans"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/inventory"
 )
 
 var env *testenv.Env
@@ -49,7 +50,7 @@ func TestFindReportsAnUnrecordedObject(t *testing.T) {
 	}
 	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{}
-	cm.Name, cm.Namespace, cm.Labels = "stray", ns, inventory.OwnerLabels("app", ns)
+	cm.Name, cm.Namespace, cm.Labels = "stray", ns, object.OwnerLabels("app", ns)
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestFindReportsAnUnrecordedObject(t *testing.T) {
 	if err := c.Create(ctx, gs); err != nil {
 		t.Fatal(err)
 	}
-	id := inventory.ObjectID{Kind: "ConfigMap", Namespace: ns, Name: "stray"}
+	id := object.ID{Kind: "ConfigMap", Namespace: ns, Name: "stray"}
 	gs.Status.Inventory = &v1.Inventory{Entries: []v1.InventoryEntry{{ID: id.Key(), Version: "v1", UID: cm.UID}}}
 	if err := c.Status().Update(ctx, gs); err != nil {
 		t.Fatal(err)

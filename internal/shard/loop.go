@@ -1,6 +1,8 @@
 package shard
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"fmt"
 	"time"
@@ -53,7 +55,7 @@ func (m *Member) tick(ctx context.Context, acked []string) []string {
 	acked = publish
 	m.resetWatchdog(start)
 	list, err := m.opts.Leases.Leases(m.opts.Namespace).List(rctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{GroupLabel: m.opts.Group}).String(),
+		LabelSelector: labels.SelectorFromSet(labels.Set{v1.LabelShardGroup: m.opts.Group}).String(),
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -79,7 +81,7 @@ func (m *Member) viewFrom(leases []coordinationv1.Lease, acked []string) *view {
 			continue
 		}
 		versions[l.Name] = l.ResourceVersion
-		lists[l.Name] = parseMembers(l.Annotations[ViewAnnotation])
+		lists[l.Name] = parseMembers(l.Annotations[v1.AnnotationShardView])
 	}
 	live := m.live.observe(now, versions)
 	v := &view{self: m.name, valid: true, acked: acked, next: normalize(append(live, m.name)), others: map[string][]string{}}

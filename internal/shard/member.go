@@ -1,6 +1,8 @@
 package shard
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -22,12 +24,6 @@ import (
 )
 
 const (
-	// GroupLabel marks the Leases of one group of replicas; its value is
-	// the group's name.
-	GroupLabel = "gitsync.dev/shard-group"
-	// ViewAnnotation on a member's Lease lists, comma-separated, the members
-	// whose shares it works with.
-	ViewAnnotation = "gitsync.dev/shard-view"
 	// leasePrefix starts every member's Lease name.
 	leasePrefix = "gitsync-shard-"
 )
@@ -315,8 +311,8 @@ func (m *Member) leaseFor(view []string, now time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.name, Namespace: m.opts.Namespace,
-			Labels:      map[string]string{GroupLabel: m.opts.Group},
-			Annotations: map[string]string{ViewAnnotation: formatMembers(view)},
+			Labels:      map[string]string{v1.LabelShardGroup: m.opts.Group},
+			Annotations: map[string]string{v1.AnnotationShardView: formatMembers(view)},
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(m.name),

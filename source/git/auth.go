@@ -1,6 +1,8 @@
 package git
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -169,7 +171,7 @@ func (a *Auth) httpAuth() transport.AuthMethod {
 func (a *Auth) sshAuth(ep *transport.Endpoint, knownHostsDir string) (transport.AuthMethod, error) {
 	if a == nil || len(a.SSHPrivateKey) == 0 {
 		if m := a.missingCredentials("ssh"); m != "" {
-			return nil, &reasonError{class: errAuthFailed, reason: ReasonCredentialsUnrecognized, msg: "an ssh URL needs a private key; " + m}
+			return nil, &reasonError{class: errAuthFailed, reason: v1.ReasonCredentialsUnrecognized, msg: "an ssh URL needs a private key; " + m}
 		}
 		return nil, fmt.Errorf("ssh auth: a private key is required: %w", ErrInvalidSource)
 	}

@@ -1,6 +1,8 @@
 package git
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -196,7 +198,7 @@ func (f *Fetcher) Resolve(ctx context.Context, src Source) (Revision, error) {
 	refs := newRemoteRefs(list)
 	name, hash, err := refs.pick(src.Ref)
 	var re *reasonError
-	if errors.As(err, &re) && re.reason == ReasonRefNotFound {
+	if errors.As(err, &re) && re.reason == v1.ReasonRefNotFound {
 		// Say what the ref could have been instead.
 		re.msg += "; " + refs.existing(src.Ref, defaultBranchOf(list))
 	}
@@ -365,7 +367,7 @@ func (f *Fetcher) DefaultBranch(ctx context.Context, src Source) (string, error)
 	if b := defaultBranchOf(list); b != "" {
 		return b, nil
 	}
-	return "", gitErr(src, "resolve", &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound,
+	return "", gitErr(src, "resolve", &reasonError{class: ErrRefNotFound, reason: v1.ReasonRefNotFound,
 		msg: "the remote's HEAD names no branch; " + newRemoteRefs(list).existing(Ref{Branch: "HEAD"}, "")})
 }
 

@@ -1,6 +1,8 @@
 package git
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -35,49 +37,21 @@ var (
 	errHostUnreachable = errors.New("host unreachable")
 )
 
-// Reasons a fetch failed, spelled as condition reasons. Reason(err) returns
-// one of them for an error carrying an *Error.
-const (
-	// ReasonAuthenticationRequired: the server asked for credentials and
-	// none were sent.
-	ReasonAuthenticationRequired = "AuthenticationRequired"
-	// ReasonAuthenticationFailed: credentials were sent and the server
-	// rejected them (HTTP 401 or 403, or an ssh key it does not accept).
-	ReasonAuthenticationFailed = "AuthenticationFailed"
-	// ReasonCredentialsUnrecognized: the credentials came from a Secret that
-	// holds none under the keys read (SecretKey*), so none were sent.
-	ReasonCredentialsUnrecognized = "CredentialsUnrecognized"
-	// ReasonHostKeyNotTrusted: the ssh host key is not in known_hosts.
-	ReasonHostKeyNotTrusted = "HostKeyNotTrusted"
-	// ReasonHostUnreachable: see errHostUnreachable.
-	ReasonHostUnreachable = "HostUnreachable"
-	// ReasonRepositoryNotFound: the server has no repository at the URL, or
-	// does not show it to the credentials sent.
-	ReasonRepositoryNotFound = "RepositoryNotFound"
-	// ReasonRefNotFound: see ErrRefNotFound.
-	ReasonRefNotFound = "RefNotFound"
-	// ReasonInvalidSource: see ErrInvalidSource.
-	ReasonInvalidSource = "InvalidSource"
-	// ReasonFetchFailed: anything else (server errors, timeouts, TLS, the
-	// local store); usually transient.
-	ReasonFetchFailed = "FetchFailed"
-)
-
 // permanentReasons cannot change by retrying the same source with the same
 // credentials: something the user set (URL, ref, credentials, known_hosts)
 // or the remote's content must change first.
 var permanentReasons = map[string]bool{
-	ReasonAuthenticationRequired:  true,
-	ReasonAuthenticationFailed:    true,
-	ReasonCredentialsUnrecognized: true,
-	ReasonHostKeyNotTrusted:       true,
-	ReasonRepositoryNotFound:      true,
-	ReasonRefNotFound:             true,
-	ReasonInvalidSource:           true,
+	v1.ReasonAuthenticationRequired:  true,
+	v1.ReasonAuthenticationFailed:    true,
+	v1.ReasonCredentialsUnrecognized: true,
+	v1.ReasonHostKeyNotTrusted:       true,
+	v1.ReasonRepositoryNotFound:      true,
+	v1.ReasonRefNotFound:             true,
+	v1.ReasonInvalidSource:           true,
 }
 
 // Reason returns the reason of the first *Error in err's chain
-// (ReasonFetchFailed when it has no known class), or "" when err carries
+// (v1.ReasonFetchFailed when it has no known class), or "" when err carries
 // none.
 func Reason(err error) string {
 	var ge *Error
@@ -85,7 +59,7 @@ func Reason(err error) string {
 		return ""
 	}
 	if ge.Reason == "" {
-		return ReasonFetchFailed
+		return v1.ReasonFetchFailed
 	}
 	return ge.Reason
 }
@@ -187,28 +161,28 @@ func classify(src Source, err error) reasonError {
 		return *re
 	case errors.As(err, &denied):
 		// The operator's policy refused the address: no retry can help.
-		return reasonError{ErrInvalidSource, ReasonInvalidSource, tidy(msg)}
+		return reasonError{ErrInvalidSource, v1.ReasonInvalidSource, tidy(msg)}
 	case errors.Is(err, ErrRefNotFound):
-		return reasonError{ErrRefNotFound, ReasonRefNotFound, tidy(msg)}
+		return reasonError{ErrRefNotFound, v1.ReasonRefNotFound, tidy(msg)}
 	case errors.Is(err, ErrInvalidSource):
-		return reasonError{ErrInvalidSource, ReasonInvalidSource, tidy(msg)}
+		return reasonError{ErrInvalidSource, v1.ReasonInvalidSource, tidy(msg)}
 	case errors.Is(err, errCheckoutTooLarge):
-		return reasonError{errCheckoutTooLarge, ReasonFetchFailed, tidy(msg)}
+		return reasonError{errCheckoutTooLarge, v1.ReasonFetchFailed, tidy(msg)}
 	case errors.Is(err, transport.ErrAuthenticationRequired),
 		errors.Is(err, transport.ErrAuthorizationFailed),
 		strings.Contains(msg, "unable to authenticate"):
 		return authFailure(src, err)
 	case strings.Contains(msg, "knownhosts:"), strings.Contains(msg, "host key"):
-		return reasonError{errHostKey, ReasonHostKeyNotTrusted, tidy(msg)}
+		return reasonError{errHostKey, v1.ReasonHostKeyNotTrusted, tidy(msg)}
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return repoNotFound(src)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return reasonError{ErrRefNotFound, ReasonRefNotFound, "the repository is empty: it has no branches or tags yet"}
+		return reasonError{ErrRefNotFound, v1.ReasonRefNotFound, "the repository is empty: it has no branches or tags yet"}
 	case strings.Contains(msg, "not our ref"):
-		return reasonError{ErrRefNotFound, ReasonRefNotFound, tidy(msg)}
+		return reasonError{ErrRefNotFound, v1.ReasonRefNotFound, tidy(msg)}
 	}
 	if why, ok := unreachable(err); ok {
-		return reasonError{errHostUnreachable, ReasonHostUnreachable, "host " + hostOf(src.URL) + " unreachable: " + why}
+		return reasonError{errHostUnreachable, v1.ReasonHostUnreachable, "host " + hostOf(src.URL) + " unreachable: " + why}
 	}
 	var ue *plumbing.UnexpectedError
 	var he *githttp.Err
@@ -218,11 +192,11 @@ func classify(src Source, err error) reasonError {
 		if said == "" || strings.ContainsAny(said, "<\n") || len(said) > 160 {
 			said = http.StatusText(he.StatusCode())
 		}
-		return reasonError{nil, ReasonFetchFailed, fmt.Sprintf("the server answered HTTP %d (%s)", he.StatusCode(), said)}
+		return reasonError{nil, v1.ReasonFetchFailed, fmt.Sprintf("the server answered HTTP %d (%s)", he.StatusCode(), said)}
 	case errors.Is(err, context.DeadlineExceeded):
-		return reasonError{nil, ReasonFetchFailed, "timed out waiting for the server"}
+		return reasonError{nil, v1.ReasonFetchFailed, "timed out waiting for the server"}
 	}
-	return reasonError{nil, ReasonFetchFailed, tidy(msg)}
+	return reasonError{nil, v1.ReasonFetchFailed, tidy(msg)}
 }
 
 // authFailure tells apart the three ways a remote refuses: credentials sent
@@ -240,14 +214,14 @@ func authFailure(src Source, err error) reasonError {
 		status = " (" + status + ")"
 	}
 	if sent := sentCredentials(src); sent != "" {
-		return reasonError{errAuthFailed, ReasonAuthenticationFailed,
+		return reasonError{errAuthFailed, v1.ReasonAuthenticationFailed,
 			"authentication failed: the server rejected " + sent + status}
 	}
 	if m := src.Auth.missingCredentials(proto); m != "" {
-		return reasonError{errAuthFailed, ReasonCredentialsUnrecognized,
+		return reasonError{errAuthFailed, v1.ReasonCredentialsUnrecognized,
 			"authentication required, and no credentials were sent" + status + ": " + m}
 	}
-	return reasonError{errAuthFailed, ReasonAuthenticationRequired,
+	return reasonError{errAuthFailed, v1.ReasonAuthenticationRequired,
 		"authentication required: the server asked for credentials and none were sent" + status}
 }
 
@@ -270,7 +244,7 @@ func repoNotFound(src Source) reasonError {
 		}
 		why = "the server has no repository at this URL, or hides it from " + to
 	}
-	return reasonError{errRepoNotFound, ReasonRepositoryNotFound, "not found: " + why}
+	return reasonError{errRepoNotFound, v1.ReasonRepositoryNotFound, "not found: " + why}
 }
 
 func protocolOf(rawURL string) string {

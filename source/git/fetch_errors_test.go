@@ -1,6 +1,8 @@
 package git
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -56,37 +58,37 @@ func TestFetchErrorsSayWhatHappened(t *testing.T) {
 		words     []string // the message must contain each
 	}{
 		{"no credentials", Source{URL: https, Ref: main, Auth: &Auth{CAData: tr.http.CA}},
-			ReasonAuthenticationRequired, true, []string{https, "none were sent", "HTTP 401"}},
+			v1.ReasonAuthenticationRequired, true, []string{https, "none were sent", "HTTP 401"}},
 		{"wrong password", Source{URL: https, Ref: main, Auth: &Auth{Username: "alice", Password: password, CAData: tr.http.CA}},
-			ReasonAuthenticationFailed, true, []string{"rejected the username and password", "HTTP 401"}},
+			v1.ReasonAuthenticationFailed, true, []string{"rejected the username and password", "HTTP 401"}},
 		{"wrong password from a Secret", Source{URL: https, Ref: main, Auth: AuthFromSecret("Secret/team-a/git-auth",
 			map[string][]byte{SecretKeyUsername: []byte("alice"), SecretKeyPassword: []byte(password), SecretKeyCA: tr.http.CA})},
-			ReasonAuthenticationFailed, true, []string{"rejected the username and password from Secret/team-a/git-auth"}},
+			v1.ReasonAuthenticationFailed, true, []string{"rejected the username and password from Secret/team-a/git-auth"}},
 		{"wrong bearer token", Source{URL: https, Ref: main, Auth: &Auth{BearerToken: password, CAData: tr.http.CA}},
-			ReasonAuthenticationFailed, true, []string{"rejected the bearer token"}},
+			v1.ReasonAuthenticationFailed, true, []string{"rejected the bearer token"}},
 		{"Secret keys user/pass", Source{URL: https, Ref: main, Auth: secretKeys},
-			ReasonCredentialsUnrecognized, true, []string{"Secret/team-a/git-auth", "ca.crt, pass, user", "username and password, or bearerToken"}},
+			v1.ReasonCredentialsUnrecognized, true, []string{"Secret/team-a/git-auth", "ca.crt, pass, user", "username and password, or bearerToken"}},
 		{"Secret keys user/pass, ssh URL", Source{URL: tr.ssh.url("app"), Ref: main, Auth: secretKeys},
-			ReasonCredentialsUnrecognized, true, []string{"Secret/team-a/git-auth", "ca.crt, pass, user", "identity"}},
+			v1.ReasonCredentialsUnrecognized, true, []string{"Secret/team-a/git-auth", "ca.crt, pass, user", "identity"}},
 		{"wrong ssh key", Source{URL: tr.ssh.url("app"), Ref: main, Auth: &Auth{SSHPrivateKey: newTestSSHKey(t), KnownHosts: tr.ssh.KnownHosts}},
-			ReasonAuthenticationFailed, true, []string{"rejected the ssh key"}},
+			v1.ReasonAuthenticationFailed, true, []string{"rejected the ssh key"}},
 		{"wrong branch", Source{URL: https, Ref: Ref{Branch: "mian"}, Auth: tr.http.auth()},
-			ReasonRefNotFound, true, []string{`branch "mian" not found`, "branches dev, main (default main)"}},
+			v1.ReasonRefNotFound, true, []string{`branch "mian" not found`, "branches dev, main (default main)"}},
 		{"wrong tag", Source{URL: https, Ref: Ref{Tag: "v2.0.0"}, Auth: tr.http.auth()},
-			ReasonRefNotFound, true, []string{`tag "v2.0.0" not found`, "tags v1.10.0, v1.2.0, v1.0.0, latest"}},
+			v1.ReasonRefNotFound, true, []string{`tag "v2.0.0" not found`, "tags v1.10.0, v1.2.0, v1.0.0, latest"}},
 		{"semver range no tag satisfies", Source{URL: https, Ref: Ref{Semver: ">=3.0.0"}, Auth: tr.http.auth()},
-			ReasonRefNotFound, true, []string{`no tag satisfies semver range ">=3.0.0"`, "tags v1.10.0"}},
+			v1.ReasonRefNotFound, true, []string{`no tag satisfies semver range ">=3.0.0"`, "tags v1.10.0"}},
 		{"empty repository", Source{URL: tr.http.URL + "/empty", Ref: main, Auth: tr.http.auth()},
-			ReasonRefNotFound, true, []string{"empty"}},
+			v1.ReasonRefNotFound, true, []string{"empty"}},
 		{"wrong URL", Source{URL: tr.http.URL + "/nope", Ref: main, Auth: tr.http.auth()},
-			ReasonRepositoryNotFound, true, []string{tr.http.URL + "/nope: not found", "hides it from the credentials sent"}},
+			v1.ReasonRepositoryNotFound, true, []string{tr.http.URL + "/nope: not found", "hides it from the credentials sent"}},
 		{"wrong URL with credentials in it", Source{URL: strings.Replace(tr.http.URL, "https://", "https://alice:"+tr.http.pass+"@", 1) + "/nope",
 			Ref: main, Auth: &Auth{CAData: tr.http.CA}},
-			ReasonRepositoryNotFound, true, []string{"https://***@127.0.0.1", "/nope: not found"}},
+			v1.ReasonRepositoryNotFound, true, []string{"https://***@127.0.0.1", "/nope: not found"}},
 		{"wrong local path", Source{URL: "file://" + tr.root + "/nope", Ref: main},
-			ReasonRepositoryNotFound, true, []string{"no Git repository at this path"}},
+			v1.ReasonRepositoryNotFound, true, []string{"no Git repository at this path"}},
 		{"unreachable host", Source{URL: "https://" + deadAddr + "/app", Ref: main, Auth: tr.http.auth()},
-			ReasonHostUnreachable, false, []string{"host " + deadAddr + " unreachable", "connection refused"}},
+			v1.ReasonHostUnreachable, false, []string{"host " + deadAddr + " unreachable", "connection refused"}},
 	}
 	f := newTestFetcher(t)
 	for _, tc := range tests {
@@ -187,7 +189,7 @@ func TestTransientFetchErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("Resolve succeeded")
 			}
-			if Reason(err) != ReasonFetchFailed || IsPermanent(err) {
+			if Reason(err) != v1.ReasonFetchFailed || IsPermanent(err) {
 				t.Errorf("Reason = %q, IsPermanent = %v; want FetchFailed, false (error %q)", Reason(err), IsPermanent(err), err)
 			}
 			if msg := err.Error(); !strings.HasSuffix(msg, tc.says) {

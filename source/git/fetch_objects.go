@@ -1,6 +1,8 @@
 package git
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -234,7 +236,7 @@ func (f *Fetcher) fetchCommit(ctx context.Context, lr *localRepo, src Source, re
 		if cause != nil {
 			msg += " (" + tidy(cause.Error()) + ")"
 		}
-		return gitErr(src, "fetch", &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound, msg: msg})
+		return gitErr(src, "fetch", &reasonError{class: ErrRefNotFound, reason: v1.ReasonRefNotFound, msg: msg})
 	}
 	if cause == nil {
 		cause = errors.New("the ref moved while fetching; retry")

@@ -1,6 +1,8 @@
 package git
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"errors"
 	"fmt"
 	"sort"
@@ -125,7 +127,7 @@ func (rr remoteRefs) pick(ref Ref) (plumbing.ReferenceName, plumbing.Hash, error
 	}
 	h, ok := rr[name]
 	if !ok {
-		return "", plumbing.ZeroHash, &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound,
+		return "", plumbing.ZeroHash, &reasonError{class: ErrRefNotFound, reason: v1.ReasonRefNotFound,
 			msg: fmt.Sprintf("%s %q not found", refKind(name), name.Short())}
 	}
 	return name, h, nil
@@ -155,7 +157,7 @@ func (rr remoteRefs) highestTag(rng string) (string, error) {
 		cs = append(cs, candidate{name.Short(), v})
 	}
 	if len(cs) == 0 {
-		return "", &reasonError{class: ErrRefNotFound, reason: ReasonRefNotFound,
+		return "", &reasonError{class: ErrRefNotFound, reason: v1.ReasonRefNotFound,
 			msg: fmt.Sprintf("no tag satisfies semver range %q", rng)}
 	}
 	sort.Slice(cs, func(i, j int) bool {

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,8 +13,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Options bounds what one Render may read. The caps exist because the
@@ -152,7 +152,7 @@ func finish(docs []decodedObject) (*Rendered, error) {
 // compareObjects orders by group, kind, namespace, name (and version, which
 // validation guarantees cannot differ for equal IDs).
 func compareObjects(a, b *unstructured.Unstructured) int {
-	ia, ib := inventory.IDOf(a), inventory.IDOf(b)
+	ia, ib := object.IDOf(a), object.IDOf(b)
 	for _, c := range [][2]string{{ia.Group, ib.Group}, {ia.Kind, ib.Kind}, {ia.Namespace, ib.Namespace}, {ia.Name, ib.Name}} {
 		if r := strings.Compare(c[0], c[1]); r != 0 {
 			return r
@@ -168,7 +168,7 @@ func digestObjects(objs []*unstructured.Unstructured) (string, error) {
 	for _, o := range objs {
 		b, err := json.Marshal(o.Object)
 		if err != nil {
-			return "", fmt.Errorf("%s digest failed: %w", inventory.IDOf(o), err)
+			return "", fmt.Errorf("%s digest failed: %w", object.IDOf(o), err)
 		}
 		h.Write(b)
 		h.Write([]byte{'\n'})

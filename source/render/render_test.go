@@ -1,6 +1,8 @@
 package render
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -9,15 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // subjects lists the rendered objects as "Kind/ns/name" in output order.
 func subjects(objs []*unstructured.Unstructured) []string {
 	out := make([]string, len(objs))
 	for i, o := range objs {
-		out[i] = inventory.IDOf(o).String()
+		out[i] = object.IDOf(o).String()
 	}
 	return out
 }

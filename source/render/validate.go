@@ -1,13 +1,13 @@
 package render
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // validateObjects checks that every decoded object is a Kubernetes object
@@ -15,13 +15,13 @@ import (
 // kind, namespace and name. It returns them as Unstructured, in input order.
 func validateObjects(docs []decodedObject) ([]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(docs))
-	seen := make(map[inventory.ObjectID]decodedObject, len(docs))
+	seen := make(map[object.ID]decodedObject, len(docs))
 	for _, d := range docs {
 		obj, err := validateObject(d)
 		if err != nil {
 			return nil, err
 		}
-		id := inventory.IDOf(obj)
+		id := object.IDOf(obj)
 		if first, dup := seen[id]; dup {
 			e := objectErr(errDuplicate, d, "duplicate object %s, first defined in %s", id, itemLocation(first))
 			return nil, e

@@ -1,14 +1,14 @@
 package sops
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"errors"
 	"fmt"
 	"slices"
 
 	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"gitsync.dev/gitsync/inventory"
 )
 
 // Files finds the SOPS file a render read, by the mac of its metadata
@@ -22,7 +22,7 @@ type Keys func() ([]age.Identity, error)
 
 // ObjectError is an encrypted object that could not be decrypted.
 type ObjectError struct {
-	Object inventory.ObjectID
+	Object object.ID
 	// File is where the object was read from, "" when unknown.
 	File string
 	Err  error
@@ -56,7 +56,7 @@ func Objects(objs []*unstructured.Unstructured, files Files, keys Keys) ([]*unst
 		if mac == "" {
 			continue
 		}
-		e := &ObjectError{Object: inventory.IDOf(obj)}
+		e := &ObjectError{Object: object.IDOf(obj)}
 		path, data, found := "", []byte(nil), false
 		if files != nil {
 			path, data, found = files(mac)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // namePattern is what a variable name may be.
@@ -69,13 +69,13 @@ type Result struct {
 	// Sensitive lists, per object, the field paths ("data.password",
 	// "spec.template.spec.containers[0].env[1].value") whose value took
 	// a sensitive variable, sorted.
-	Sensitive map[inventory.ObjectID][]string
+	Sensitive map[object.ID][]string
 }
 
 // UndefinedError is a reference in strict mode to a variable that has no
 // value and no default.
 type UndefinedError struct {
-	Object   inventory.ObjectID
+	Object   object.ID
 	Path     string
 	Variable string
 }
@@ -86,7 +86,7 @@ func (e *UndefinedError) Error() string {
 
 // DuplicateError is two objects that substitution gave one identity.
 type DuplicateError struct {
-	Object inventory.ObjectID
+	Object object.ID
 }
 
 func (e *DuplicateError) Error() string {
@@ -103,14 +103,14 @@ func Disabled(obj *unstructured.Unstructured) bool {
 // through. With no variables and non-strict mode nothing can change, but
 // references are still checked in strict mode.
 func Objects(objs []*unstructured.Unstructured, vars Variables, opts Options) (*Result, error) {
-	res := &Result{Objects: make([]*unstructured.Unstructured, len(objs)), Sensitive: map[inventory.ObjectID][]string{}}
-	seen := make(map[inventory.ObjectID]bool, len(objs))
+	res := &Result{Objects: make([]*unstructured.Unstructured, len(objs)), Sensitive: map[object.ID][]string{}}
+	seen := make(map[object.ID]bool, len(objs))
 	for i, obj := range objs {
-		out, paths, err := object(obj, &vars, opts)
+		out, paths, err := substituteObject(obj, &vars, opts)
 		if err != nil {
 			return nil, err
 		}
-		id := inventory.IDOf(out)
+		id := object.IDOf(out)
 		if seen[id] {
 			return nil, &DuplicateError{Object: id}
 		}
@@ -124,12 +124,12 @@ func Objects(objs []*unstructured.Unstructured, vars Variables, opts Options) (*
 	return res, nil
 }
 
-// object substitutes into one object, copying it only when a value changes.
-func object(obj *unstructured.Unstructured, vars *Variables, opts Options) (*unstructured.Unstructured, []string, error) {
+// substituteObject substitutes into one object, copying it only when a value changes.
+func substituteObject(obj *unstructured.Unstructured, vars *Variables, opts Options) (*unstructured.Unstructured, []string, error) {
 	if Disabled(obj) {
 		return obj, nil, nil
 	}
-	w := &walker{vars: vars, opts: opts, id: inventory.IDOf(obj)}
+	w := &walker{vars: vars, opts: opts, id: object.IDOf(obj)}
 	changed, err := w.probe(obj.Object)
 	if err != nil || !changed {
 		return obj, nil, err
@@ -148,7 +148,7 @@ func object(obj *unstructured.Unstructured, vars *Variables, opts Options) (*uns
 type walker struct {
 	vars      *Variables
 	opts      Options
-	id        inventory.ObjectID
+	id        object.ID
 	write     bool
 	sensitive []string
 }

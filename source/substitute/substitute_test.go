@@ -1,6 +1,8 @@
 package substitute_test
 
 import (
+	"gitsync.dev/gitsync/object"
+
 	"errors"
 	"testing"
 
@@ -8,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source/substitute"
 )
 
@@ -141,8 +142,8 @@ func TestSensitivePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := inventory.ObjectID{Kind: "ConfigMap", Namespace: "app", Name: "c"}
-	if diff := cmp.Diff(map[inventory.ObjectID][]string{id: {"data.pw"}}, res.Sensitive); diff != "" {
+	id := object.ID{Kind: "ConfigMap", Namespace: "app", Name: "c"}
+	if diff := cmp.Diff(map[object.ID][]string{id: {"data.pw"}}, res.Sensitive); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"hunter2"}, v.SensitiveValues()); diff != "" {

@@ -1,41 +1,13 @@
-package inventory
+package object
 
-import "fmt"
+import (
+	"fmt"
 
-// Owner labels mark every object a sync applied; pruning requires them to
-// still carry this sync's values.
-const (
-	// NameLabel carries the owning GitSync's (or CLI sync's) name.
-	NameLabel = "gitsync.dev/name"
-	// NamespaceLabel carries the owning GitSync's namespace (or the CLI
-	// sync's namespace).
-	NamespaceLabel = "gitsync.dev/namespace"
-	// OwnerKindLabel set to OwnerKindCLI marks an object applied by
-	// `gitsync apply --name`; without it the owner is a GitSync. It keeps a
-	// CLI inventory and a GitSync of the same name and namespace apart.
-	OwnerKindLabel = "gitsync.dev/owner-kind"
-	// OwnerKindCLI is the OwnerKindLabel value of CLI inventories.
-	OwnerKindCLI = "cli"
-	// PruneAnnotation set to "disabled" keeps an object when it leaves Git
-	// (and keeps it out of the inventory).
-	PruneAnnotation = "gitsync.dev/prune"
-	// PruneDisabledValue is the PruneAnnotation value that disables pruning.
-	PruneDisabledValue = "disabled"
-	// InventoryLabel marks a ConfigMap as the inventory of the CLI sync named
-	// by its value.
-	InventoryLabel = "gitsync.dev/inventory"
-	// PruneMaxShareAnnotation on a GitSync overrides the agent's prune share
-	// limit for that sync: a number in [0, 1], "1" or "0" letting one large
-	// intentional removal through.
-	PruneMaxShareAnnotation = "gitsync.dev/prune-max-share"
-	// Finalizer guards a GitSync until its inventory was pruned or orphaned.
-	Finalizer = "gitsync.dev/finalizer"
-	// FieldManager is the server-side apply field manager gitsync writes as.
-	FieldManager = "gitsync"
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // ownerLabelKeys are every label that says who owns an object.
-var ownerLabelKeys = []string{NameLabel, NamespaceLabel, OwnerKindLabel}
+var ownerLabelKeys = []string{v1.LabelName, v1.LabelNamespace, v1.LabelOwnerKind}
 
 // OwnerLabelKeys returns the keys of every owner label, for code that must
 // carry ownership over unchanged.
@@ -61,9 +33,9 @@ func CLIOwner(namespace, name string) Owner {
 
 // Labels returns the owner labels that mark an object as o's.
 func (o Owner) Labels() map[string]string {
-	l := map[string]string{NameLabel: o.Name, NamespaceLabel: o.Namespace}
+	l := map[string]string{v1.LabelName: o.Name, v1.LabelNamespace: o.Namespace}
 	if o.CLI {
-		l[OwnerKindLabel] = OwnerKindCLI
+		l[v1.LabelOwnerKind] = v1.OwnerKindCLI
 	}
 	return l
 }
@@ -76,14 +48,14 @@ func (o Owner) Owns(labels map[string]string) bool {
 	return ok && o.Name != "" && got == o
 }
 
-// ownsRecorded is Owns for an object o recorded with its UID: a CLI
-// inventory also owns its objects labelled before OwnerKindLabel existed
+// OwnsRecorded is Owns for an object o recorded with its UID: a CLI
+// inventory also owns its objects labelled before v1.LabelOwnerKind existed
 // (name and namespace, no kind), since the recorded UID proves they are its.
-func (o Owner) ownsRecorded(labels map[string]string) bool {
+func (o Owner) OwnsRecorded(labels map[string]string) bool {
 	if o.Owns(labels) {
 		return true
 	}
-	_, hasKind := labels[OwnerKindLabel]
+	_, hasKind := labels[v1.LabelOwnerKind]
 	return o.CLI && !hasKind && GitSyncOwner(o.Namespace, o.Name).Owns(labels)
 }
 
@@ -91,15 +63,15 @@ func (o Owner) ownsRecorded(labels map[string]string) bool {
 // but no namespace label has an owner with an unknown namespace: it is
 // nobody's to take.
 func OwnerOf(labels map[string]string) (Owner, bool) {
-	name, ok := labels[NameLabel]
+	name, ok := labels[v1.LabelName]
 	if !ok {
 		return Owner{}, false
 	}
-	namespace, okNS := labels[NamespaceLabel]
+	namespace, okNS := labels[v1.LabelNamespace]
 	if !okNS {
 		namespace = "<none>"
 	}
-	return Owner{Namespace: namespace, Name: name, CLI: labels[OwnerKindLabel] == OwnerKindCLI}, true
+	return Owner{Namespace: namespace, Name: name, CLI: labels[v1.LabelOwnerKind] == v1.OwnerKindCLI}, true
 }
 
 // String names the owner for messages: "GitSync prod/web" or
@@ -121,9 +93,4 @@ func OwnerLabels(name, namespace string) map[string]string {
 // GitSync namespace/name.
 func OwnedBy(labels map[string]string, name, namespace string) bool {
 	return GitSyncOwner(namespace, name).Owns(labels)
-}
-
-// PruneDisabled reports whether annotations opt an object out of pruning.
-func PruneDisabled(annotations map[string]string) bool {
-	return annotations[PruneAnnotation] == PruneDisabledValue
 }

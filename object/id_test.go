@@ -1,4 +1,4 @@
-package inventory
+package object
 
 import (
 	"testing"
@@ -9,14 +9,14 @@ import (
 func TestKeyRoundTrip(t *testing.T) {
 	tests := []struct {
 		name string
-		id   ObjectID
+		id   ID
 		key  string
 	}{
-		{"namespaced core", ObjectID{Kind: "ConfigMap", Namespace: "prod", Name: "web"}, "prod_web__ConfigMap"},
-		{"namespaced group", ObjectID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"}, "prod_web_apps_Deployment"},
-		{"cluster-scoped", ObjectID{Kind: "Namespace", Name: "prod"}, "_prod__Namespace"},
-		{"cluster-scoped group", ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:reader"}, "_system:reader_rbac.authorization.k8s.io_ClusterRole"},
-		{"underscore in name", ObjectID{Group: "rbac.authorization.k8s.io", Kind: "Role", Namespace: "a", Name: "my_role__x"}, "a_my_role__x_rbac.authorization.k8s.io_Role"},
+		{"namespaced core", ID{Kind: "ConfigMap", Namespace: "prod", Name: "web"}, "prod_web__ConfigMap"},
+		{"namespaced group", ID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"}, "prod_web_apps_Deployment"},
+		{"cluster-scoped", ID{Kind: "Namespace", Name: "prod"}, "_prod__Namespace"},
+		{"cluster-scoped group", ID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:reader"}, "_system:reader_rbac.authorization.k8s.io_ClusterRole"},
+		{"underscore in name", ID{Group: "rbac.authorization.k8s.io", Kind: "Role", Namespace: "a", Name: "my_role__x"}, "a_my_role__x_rbac.authorization.k8s.io_Role"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,12 +44,12 @@ func TestParseKeyRejects(t *testing.T) {
 
 func TestStringSubject(t *testing.T) {
 	tests := []struct {
-		id   ObjectID
+		id   ID
 		want string
 	}{
-		{ObjectID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"}, "Deployment/prod/web"},
-		{ObjectID{Kind: "Namespace", Name: "prod"}, "Namespace/prod"},
-		{ObjectID{Group: "cert-manager.io", Kind: "Certificate", Namespace: "x", Name: "c"}, "Certificate.cert-manager.io/x/c"},
+		{ID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"}, "Deployment/prod/web"},
+		{ID{Kind: "Namespace", Name: "prod"}, "Namespace/prod"},
+		{ID{Group: "cert-manager.io", Kind: "Certificate", Namespace: "x", Name: "c"}, "Certificate.cert-manager.io/x/c"},
 	}
 	for _, tt := range tests {
 		if got := tt.id.String(); got != tt.want {

@@ -1,4 +1,4 @@
-package inventory
+package object
 
 import (
 	"fmt"
@@ -8,23 +8,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ObjectID names one Kubernetes object independent of its version: the key of
+// ID names one Kubernetes object independent of its version: the key of
 // inventories, change sets and error messages.
-type ObjectID struct {
+type ID struct {
 	Group     string `json:"group"`
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 }
 
-// IDOf returns the ObjectID of an object.
-func IDOf(obj *unstructured.Unstructured) ObjectID {
+// IDOf returns the ID of an object.
+func IDOf(obj *unstructured.Unstructured) ID {
 	gvk := obj.GroupVersionKind()
-	return ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // GroupKind returns the ID's group and kind.
-func (id ObjectID) GroupKind() schema.GroupKind {
+func (id ID) GroupKind() schema.GroupKind {
 	return schema.GroupKind{Group: id.Group, Kind: id.Kind}
 }
 
@@ -32,7 +32,7 @@ func (id ObjectID) GroupKind() schema.GroupKind {
 // "Kind/namespace/name" for namespaced objects, "Kind/name" for cluster-scoped
 // ones, with ".group" appended to the kind outside the core and apps groups
 // only when it is needed to tell kinds apart (e.g. "Certificate.cert-manager.io/ns/x").
-func (id ObjectID) String() string {
+func (id ID) String() string {
 	kind := id.Kind
 	if id.Group != "" && id.Group != "apps" && !wellKnownGroups[id.Group] {
 		kind = id.Kind + "." + id.Group
@@ -58,25 +58,25 @@ var wellKnownGroups = map[string]bool{
 // groups and kinds cannot contain "_"; a few kinds (RBAC roles, for one) allow
 // it in names, so the name is everything between the first and the
 // second-to-last separator.
-func (id ObjectID) Key() string {
+func (id ID) Key() string {
 	return strings.Join([]string{id.Namespace, id.Name, id.Group, id.Kind}, "_")
 }
 
 // ParseKey parses the form produced by Key.
-func ParseKey(s string) (ObjectID, error) {
+func ParseKey(s string) (ID, error) {
 	parts := strings.Split(s, "_")
 	if len(parts) < 4 {
-		return ObjectID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
+		return ID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
 	}
 	n := len(parts)
-	id := ObjectID{
+	id := ID{
 		Namespace: parts[0],
 		Name:      strings.Join(parts[1:n-2], "_"),
 		Group:     parts[n-2],
 		Kind:      parts[n-1],
 	}
 	if id.Name == "" || id.Kind == "" {
-		return ObjectID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
+		return ID{}, fmt.Errorf("inventory key %q is not namespace_name_group_kind", s)
 	}
 	return id, nil
 }

@@ -1,6 +1,8 @@
-package inventory
+package object
 
 import (
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,8 +18,8 @@ func TestOwnerOf(t *testing.T) {
 		{"no labels", nil, Owner{}, false},
 		{"gitsync", OwnerLabels("web", "prod"), GitSyncOwner("prod", "web"), true},
 		{"cli", CLIOwner("prod", "web").Labels(), CLIOwner("prod", "web"), true},
-		{"name without namespace is an unknown namespace", map[string]string{NameLabel: "web"}, Owner{Namespace: "<none>", Name: "web"}, true},
-		{"unknown kind value is a gitsync", map[string]string{NameLabel: "web", NamespaceLabel: "prod", OwnerKindLabel: "other"}, GitSyncOwner("prod", "web"), true},
+		{"name without namespace is an unknown namespace", map[string]string{v1.LabelName: "web"}, Owner{Namespace: "<none>", Name: "web"}, true},
+		{"unknown kind value is a gitsync", map[string]string{v1.LabelName: "web", v1.LabelNamespace: "prod", v1.LabelOwnerKind: "other"}, GitSyncOwner("prod", "web"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,13 +56,13 @@ func TestOwnersOfTheSameNameStayApart(t *testing.T) {
 // name and namespace; with the recorded UID they stay the CLI's.
 func TestCLIOwnsItsRecordedLegacyObjects(t *testing.T) {
 	legacy := OwnerLabels("web", "prod")
-	if !CLIOwner("prod", "web").ownsRecorded(legacy) {
+	if !CLIOwner("prod", "web").OwnsRecorded(legacy) {
 		t.Error("CLI owner does not own its recorded legacy-labelled object")
 	}
-	if GitSyncOwner("prod", "web").ownsRecorded(CLIOwner("prod", "web").Labels()) {
+	if GitSyncOwner("prod", "web").OwnsRecorded(CLIOwner("prod", "web").Labels()) {
 		t.Error("GitSync owner owns a CLI-labelled object")
 	}
-	if CLIOwner("prod", "web").ownsRecorded(OwnerLabels("web", "other")) {
+	if CLIOwner("prod", "web").OwnsRecorded(OwnerLabels("web", "other")) {
 		t.Error("CLI owner owns another namespace's legacy object")
 	}
 }
