@@ -1,10 +1,6 @@
 package apply_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"testing"
 
@@ -15,8 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestAdoptionThroughManagedOnlyCache: with a cache that holds only objects

@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Applier applies sets of desired objects with server-side apply. It is safe

@@ -1,10 +1,6 @@
 package apply_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"errors"
 	"strings"
@@ -17,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 const configMap = `

@@ -1,13 +1,13 @@
 package apply
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"errors"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Action is what happened (or, in a dry run, would happen) to one object.

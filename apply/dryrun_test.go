@@ -1,8 +1,6 @@
 package apply_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestApplyWithoutOwnerLabelsKeepsThem: objects a sync applied keep its owner

@@ -1,8 +1,6 @@
 package apply
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"errors"
 	"fmt"
 	"regexp"
@@ -12,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // Conflict is one field another manager owns with a different value.

@@ -1,11 +1,11 @@
 package apply
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // IDs returns, without writing anything, the ID under which Apply would

@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"maps"
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/object"
 )
 
 // applyOne plans and, unless the object is unchanged or this is a dry run,

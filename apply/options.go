@@ -1,8 +1,6 @@
 package apply
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"net/http"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/inventory"
 )
 

@@ -1,13 +1,12 @@
 package apply
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // OwnerConflictError says the live object belongs to another sync: its owner

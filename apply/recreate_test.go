@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"gitsync.dev/gitsync/apply"
 )
 

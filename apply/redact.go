@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/object"
 )
 
 // Secret values never leave the Secret. The apiserver's messages quote the

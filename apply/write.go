@@ -1,8 +1,6 @@
 package apply
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"fmt"
 	"slices"
@@ -11,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // write server-side applies p.desired. A conflict only with managers listed

@@ -1,14 +1,14 @@
 package controller
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // lastAppliedAnnotation is kubectl's client-side apply record: a copy of

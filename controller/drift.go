@@ -1,8 +1,6 @@
 package controller
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"fmt"
 	"maps"
@@ -19,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // driftWatcher watches the kinds GitSyncs applied, through the same cache

@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"encoding/json"
 	"net/http"
@@ -22,6 +20,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestFaultDiscoveryFailsForOneGroup: a Widget (a custom resource) is in

@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"net/http"
 	"slices"
@@ -14,6 +12,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestFaultAPIServerRestartMidApply: the apiserver is stopped while the

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestJudgeHealth: how the objects not ready turn into the state of a wait.

@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestOneOwnerPerObject is the attack of a GitSync listing an object another

@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 func configMap(name, value string) string {

@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"os"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestRemoteClusterTarget: a GitSync with spec.kubeConfig applies through

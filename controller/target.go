@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/object"
 )
 
 // target is the cluster one GitSync writes to and how: its applier (owner

@@ -1,12 +1,12 @@
 package diff
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Diff compares desired, exactly as the applier will send it, with live, the

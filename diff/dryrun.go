@@ -1,8 +1,6 @@
 package diff
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // dryRun asks the server what desired would make of the live object: a

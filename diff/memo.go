@@ -1,13 +1,13 @@
 package diff
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // memoKey is what an in-sync verdict depends on besides the object's identity:

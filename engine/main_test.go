@@ -1,8 +1,6 @@
 package engine_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -23,6 +21,7 @@ import (
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/internal/testenv"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 var env *testenv.Env

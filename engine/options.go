@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,6 +8,7 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // Applier writes desired objects; *apply.Applier is the one gitsync uses.

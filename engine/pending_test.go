@@ -1,8 +1,6 @@
 package engine_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestFailedSaveLeavesNoOrphan: the inventory save after an apply fails (a

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"errors"
 	"testing"
 
@@ -12,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 func configMap(name string, annotations map[string]string) *unstructured.Unstructured {

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 
@@ -11,6 +9,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/crashpoint"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // Result is what one Run did.

@@ -1,8 +1,6 @@
 package examples_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 

@@ -1,12 +1,12 @@
 package health
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Status is the kstatus readiness of an object.

@@ -1,8 +1,6 @@
 package health_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/object"
 )
 
 func parse(t *testing.T, manifest string) *unstructured.Unstructured {

@@ -1,8 +1,6 @@
 package health
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"gitsync.dev/gitsync/internal/objwatch"
+	"gitsync.dev/gitsync/object"
 )
 
 // WaitOptions configures one Wait.

@@ -1,8 +1,6 @@
 package health_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/object"
 )
 
 const deployment = `

@@ -1,13 +1,12 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestAdmissionDeniedDeletionStaysAndIsRetried: a ValidatingAdmissionPolicy

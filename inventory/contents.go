@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // ignoredKinds are never counted as a Namespace's contents: they record

@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"strings"
 	"testing"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // TestSharedNamespaceSurvives: a Namespace of ours that holds a foreign

@@ -1,10 +1,10 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"errors"
 	"fmt"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Sentinels for the reasons Plan refuses to prune; test with errors.Is and

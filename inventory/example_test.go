@@ -1,11 +1,10 @@
 package inventory_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"fmt"
 
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // The stale objects of a sync are those of the previous inventory that the

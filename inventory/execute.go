@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Execute deletes the plan's objects stage by stage (custom resources,

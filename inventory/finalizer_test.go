@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"errors"
 	"fmt"
 	"testing"
@@ -12,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 func TestDecideFinalizer(t *testing.T) {

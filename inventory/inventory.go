@@ -1,12 +1,12 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"cmp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Entry is one object a sync applied.

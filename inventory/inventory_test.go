@@ -1,14 +1,13 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 func cm(ns, name string) object.ID { return object.ID{Kind: "ConfigMap", Namespace: ns, Name: name} }

@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"os"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 var env *testenv.Env

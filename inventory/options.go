@@ -1,12 +1,12 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // PruneOptions configure Plan and the Execute of its plan.

@@ -1,14 +1,14 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // TestOrphan: our objects lose the owner labels (and keep everything else);

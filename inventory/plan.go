@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Deletion is one object a plan deletes, as it was read live.

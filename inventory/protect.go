@@ -1,10 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"fmt"
 	"slices"
@@ -14,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // ProtectedReasonPrefix starts the reason of every object a prune kept

@@ -1,10 +1,6 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"strings"
 	"testing"
@@ -16,6 +12,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // createOwned creates obj with the sync's owner labels and returns its entry.

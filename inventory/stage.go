@@ -1,12 +1,12 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"cmp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Stage orders deletions: the reverse of the order objects are applied in,

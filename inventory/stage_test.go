@@ -1,13 +1,13 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"gitsync.dev/gitsync/object"
 )
 
 func TestStageOf(t *testing.T) {

@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -19,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 const (

@@ -1,14 +1,14 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // largeInventory has n entries with random UIDs, as a big sync would.

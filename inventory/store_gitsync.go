@@ -1,11 +1,10 @@
 package inventory
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"fmt"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // FromGitSyncStatus reads the inventory recorded in a GitSync's status (the

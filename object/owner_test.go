@@ -1,11 +1,11 @@
 package object
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 func TestOwnerOf(t *testing.T) {

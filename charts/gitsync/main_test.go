@@ -1,8 +1,6 @@
 package chart_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // ApplyOptions are the inputs of gitsync apply.

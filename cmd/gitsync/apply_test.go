@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestPrunePreviewFromInventory: an inventory written by "apply --name"

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/object"
 )
 
 // waitBetweenWaves is the wave gate of `gitsync apply --wait`: after each

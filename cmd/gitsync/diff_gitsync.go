@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"slices"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/gittest"
+	"gitsync.dev/gitsync/object"
 )
 
 // previewFixture is a GitSync "web" in ns that applies to target as the

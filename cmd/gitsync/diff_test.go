@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/internal/gittest"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestDiffExitCodes walks one ConfigMap through missing (1), in sync (0),

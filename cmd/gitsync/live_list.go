@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"sync"
 
@@ -10,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // listThreshold is how many desired objects of one (kind, namespace) make

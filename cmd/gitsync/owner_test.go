@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"strings"
 	"testing"
@@ -11,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // TestCLINameNeverTakesAGitSyncsObject: `gitsync apply --name web -n NS`

@@ -1,8 +1,6 @@
 package main
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	sourcerender "gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/source/sops"

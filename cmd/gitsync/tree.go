@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 
 	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/object"
 )
 
 // TreeOptions are the inputs of gitsync tree.

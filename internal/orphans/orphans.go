@@ -4,8 +4,6 @@
 package orphans
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"fmt"
 	"slices"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/object"
 )
 
 // Find returns one line per object carrying the owner labels of a GitSync in

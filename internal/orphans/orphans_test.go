@@ -1,8 +1,6 @@
 package orphans_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"os"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/orphans"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/object"
 )
 
 var env *testenv.Env

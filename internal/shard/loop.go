@@ -1,8 +1,6 @@
 package shard
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"fmt"
 	"time"
@@ -11,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // Start creates this replica's Lease and keeps it renewed until ctx ends;

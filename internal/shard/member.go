@@ -1,8 +1,6 @@
 package shard
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +19,8 @@ import (
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 const (

@@ -1,8 +1,6 @@
 package git
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // Auth holds the credentials for one repository, usually read from the

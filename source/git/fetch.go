@@ -1,8 +1,6 @@
 package git
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
 )
 

@@ -1,8 +1,6 @@
 package git
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/gittest"
 )
 

@@ -1,8 +1,6 @@
 package git
 
 import (
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
-
 	"errors"
 	"fmt"
 	"sort"
@@ -10,6 +8,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // Ref selects what to follow in a repository. Exactly one field is set.

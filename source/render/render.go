@@ -1,8 +1,6 @@
 package render
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Options bounds what one Render may read. The caps exist because the

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // subjects lists the rendered objects as "Kind/ns/name" in output order.

@@ -1,13 +1,13 @@
 package render
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // validateObjects checks that every decoded object is a Kubernetes object

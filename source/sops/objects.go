@@ -1,14 +1,14 @@
 package sops
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"errors"
 	"fmt"
 	"slices"
 
 	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // Files finds the SOPS file a render read, by the mac of its metadata

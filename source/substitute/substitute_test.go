@@ -1,8 +1,6 @@
 package substitute_test
 
 import (
-	"gitsync.dev/gitsync/object"
-
 	"errors"
 	"testing"
 
@@ -10,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/source/substitute"
 )
 
