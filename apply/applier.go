@@ -210,7 +210,7 @@ func (r *run) noteNewNamespaces(idx []int) {
 		return
 	}
 	for _, i := range idx {
-		if r.entries[i].Action == Created && r.objs[i].GroupVersionKind().GroupKind() == namespaceGK {
+		if r.entries[i].Action == Created && r.objs[i].GroupVersionKind().GroupKind() == object.NamespaceKind {
 			r.newNamespaces[r.entries[i].ID.Name] = true
 		}
 	}

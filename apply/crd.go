@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"gitsync.dev/gitsync/internal/objwatch"
+	"gitsync.dev/gitsync/object"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -30,7 +31,7 @@ func (r *run) settleCRDs(ctx context.Context, idx []int) (map[schema.GroupKind]s
 	pending := map[string]int{} // CRD name → index in objs
 	for _, i := range idx {
 		obj, e := r.objs[i], &r.entries[i]
-		if obj.GroupVersionKind().GroupKind() != crdGK {
+		if obj.GroupVersionKind().GroupKind() != object.CRDKind {
 			continue
 		}
 		if e.Action == Created && !r.a.opts.DryRun {

@@ -43,7 +43,7 @@ func (a *Applier) IDs(objs []*unstructured.Unstructured) []object.ID {
 func definedScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
 	for _, obj := range objs {
-		if obj.GroupVersionKind().GroupKind() != crdGK {
+		if obj.GroupVersionKind().GroupKind() != object.CRDKind {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")

@@ -3,6 +3,8 @@ package apply
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"gitsync.dev/gitsync/object"
 )
 
 // stage orders application: every object of an earlier stage is applied (and
@@ -11,35 +13,17 @@ type stage int
 
 const (
 	// stageCluster holds what other objects need to exist first: CRDs,
-	// Namespaces and cluster-wide classes and roles.
+	// Namespaces, APIServices and cluster-wide classes and roles.
 	stageCluster stage = iota
 	// stageRest holds everything else.
 	stageRest
 	numStages
 )
 
-var (
-	crdGK       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
-	namespaceGK = schema.GroupKind{Group: "", Kind: "Namespace"}
-)
-
-// firstStage lists the kinds applied in stageCluster; every other kind falls
-// back to stageRest.
-var firstStage = map[schema.GroupKind]bool{
-	crdGK:       true,
-	namespaceGK: true,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                  true,
-	{Group: "storage.k8s.io", Kind: "CSIDriver"}:                     true,
-	{Group: "networking.k8s.io", Kind: "IngressClass"}:               true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:              true,
-	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                     true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
-	{Group: "gateway.networking.k8s.io", Kind: "GatewayClass"}:       true,
-}
-
+// stageOf returns obj's stage: the definitions and the cluster's setup of
+// the one order table (object.OrderOf) go first, everything else after.
 func stageOf(obj *unstructured.Unstructured) stage {
-	if firstStage[obj.GroupVersionKind().GroupKind()] {
+	if object.OrderOf(object.IDOf(obj)) <= object.OrderClusterSetup {
 		return stageCluster
 	}
 	return stageRest

@@ -96,7 +96,7 @@ func isSystemOrDependent(id object.ID, item *metav1.PartialObjectMetadata, delet
 // resources that this plan does not delete ("" when none).
 func crdBlocked(ctx context.Context, c client.Reader, name string, deleting map[object.ID]types.UID) (string, error) {
 	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(crdGK.WithVersion("v1"))
+	crd.SetGroupVersionKind(object.CRDKind.WithVersion("v1"))
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil

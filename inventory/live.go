@@ -14,11 +14,6 @@ import (
 	"gitsync.dev/gitsync/object"
 )
 
-var (
-	namespaceGK = schema.GroupKind{Kind: "Namespace"}
-	crdGK       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
-)
-
 // getMeta reads only an object's metadata: all that ownership checks need.
 func getMeta(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, id object.ID) (*metav1.PartialObjectMetadata, error) {
 	obj := &metav1.PartialObjectMetadata{}

@@ -185,14 +185,14 @@ func (p *PrunePlan) inspect(ctx context.Context, c client.Reader, e Entry) check
 // definitionNotAllowed applies the Namespace and CRD switches.
 func (p *PrunePlan) definitionNotAllowed(id object.ID) string {
 	switch id.GroupKind() {
-	case namespaceGK:
+	case object.NamespaceKind:
 		if !p.opts.AllowNamespaces {
 			return "Namespaces are pruned only when allowed (AllowNamespaces)"
 		}
 		if p.opts.Discovery == nil {
 			return "no discovery client to check that the Namespace holds nothing foreign"
 		}
-	case crdGK:
+	case object.CRDKind:
 		if !p.opts.AllowCRDs {
 			return "CustomResourceDefinitions are pruned only when allowed (AllowCRDs)"
 		}
@@ -204,9 +204,9 @@ func (p *PrunePlan) definitionNotAllowed(id object.ID) string {
 // holds objects outside deleting ("" when it may go).
 func (p *PrunePlan) definitionBlocked(ctx context.Context, c client.Reader, d Deletion, deleting map[object.ID]types.UID) (string, error) {
 	switch d.ID.GroupKind() {
-	case namespaceGK:
+	case object.NamespaceKind:
 		return namespaceBlocked(ctx, c, p.opts.Discovery, d.ID.Name, deleting)
-	case crdGK:
+	case object.CRDKind:
 		return crdBlocked(ctx, c, d.ID.Name, deleting)
 	}
 	return "", nil

@@ -65,11 +65,11 @@ func (p Protection) reason(ctx context.Context, c client.Reader, id object.ID) (
 	switch {
 	case p.Self != nil && id == *p.Self:
 		return "it is the GitSync being synced", nil
-	case id.GroupKind() == crdGK && id.Name == GitSyncCRDName:
+	case id.GroupKind() == object.CRDKind && id.Name == GitSyncCRDName:
 		return "it is the GitSync CustomResourceDefinition", nil
 	case p.AgentNamespace == "":
 		return "", nil
-	case id.GroupKind() == namespaceGK && id.Name == p.AgentNamespace:
+	case id.GroupKind() == object.NamespaceKind && id.Name == p.AgentNamespace:
 		return "it is the agent's Namespace", nil
 	case id.GroupKind() == serviceAccountGK && id.Namespace == p.AgentNamespace && id.Name == p.AgentServiceAccount:
 		return "it is the agent's ServiceAccount", nil

@@ -4,13 +4,12 @@ import (
 	"cmp"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"gitsync.dev/gitsync/object"
 )
 
-// Stage orders deletions: the reverse of the order objects are applied in,
-// so nothing is deleted while something that depends on it still exists.
+// Stage orders deletions: the reverse of the order objects are applied in
+// (object.Order), so nothing is deleted while something that depends on it
+// still exists.
 type Stage int
 
 const (
@@ -37,36 +36,19 @@ func (s Stage) String() string {
 	return stageNames[s]
 }
 
-// definitionKinds are the kinds whose deletion cascades.
-var definitionKinds = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Namespace"}:                                    true,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
-	{Group: "apiregistration.k8s.io", Kind: "APIService"}:             true,
-}
-
-// builtinGroups are the API groups served by kube-apiserver itself.
-var builtinGroups = map[string]bool{
-	"": true, "apps": true, "batch": true, "autoscaling": true, "policy": true, "extensions": true,
-	"admissionregistration.k8s.io": true, "apiextensions.k8s.io": true, "apiregistration.k8s.io": true,
-	"authentication.k8s.io": true, "authorization.k8s.io": true, "certificates.k8s.io": true,
-	"coordination.k8s.io": true, "discovery.k8s.io": true, "events.k8s.io": true,
-	"flowcontrol.apiserver.k8s.io": true, "internal.apiserver.k8s.io": true,
-	"networking.k8s.io": true, "node.k8s.io": true, "rbac.authorization.k8s.io": true,
-	"resource.k8s.io": true, "scheduling.k8s.io": true, "storage.k8s.io": true,
-	"storagemigration.k8s.io": true,
-}
-
-// StageOf returns the deletion stage of an object.
+// StageOf returns the deletion stage of an object: its place in the one
+// order table (object.OrderOf), reversed, with the cluster's setup and its
+// other objects in one stage.
 func StageOf(id object.ID) Stage {
-	switch {
-	case definitionKinds[id.GroupKind()]:
-		return StageDefinitions
-	case !builtinGroups[id.Group]:
+	switch object.OrderOf(id) {
+	case object.OrderCustomResources:
 		return StageCustomResources
-	case id.Namespace != "":
+	case object.OrderNamespaced:
 		return StageNamespaced
-	default:
+	case object.OrderCluster, object.OrderClusterSetup:
 		return StageCluster
+	default:
+		return StageDefinitions
 	}
 }
 
