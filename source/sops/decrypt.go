@@ -18,11 +18,24 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// Plaintext holds the decrypted values of one file, by ciphertext.
+// Plaintext holds the decrypted values of one file, by ciphertext, and
+// what each of its documents says it is.
 type Plaintext struct {
 	// File is the path the file was read from, for messages.
 	File   string
 	values map[string]any
+	// docs are the file's documents; docOf maps a ciphertext to its
+	// document.
+	docs  []document
+	docOf map[string]int
+}
+
+// document is what one document of a file says it is, and whether the
+// file's MAC covers that (it does not for a mac_only_encrypted file whose
+// kind, apiVersion and name are left unencrypted).
+type document struct {
+	apiVersion, kind, name string
+	authenticated          bool
 }
 
 // Len is the number of decrypted values.
@@ -47,12 +60,13 @@ func Decrypt(file string, data []byte, identities []age.Identity) (*Plaintext, e
 		return nil, &Error{File: file, Problem: ProblemKey, Err: err}
 	}
 	w := &macWalker{key: key, sel: sel, onlyEncrypted: md.MACOnlyEncrypted, hash: sha512.New(),
-		plain: &Plaintext{File: file, values: map[string]any{}}}
+		plain: &Plaintext{File: file, values: map[string]any{}, docOf: map[string]int{}}}
 	if md.MACOnlyEncrypted {
 		init := sha256.Sum256([]byte("sops")) // SOPS's fixed start for this mode
 		w.hash.Write(init[:])
 	}
 	for _, doc := range docs {
+		w.plain.docs = append(w.plain.docs, document{authenticated: true})
 		if err := w.mapping(doc, nil); err != nil {
 			return nil, &Error{File: file, Problem: ProblemMAC, Err: err}
 		}
@@ -218,6 +232,7 @@ func (w *macWalker) scalar(n *yaml.Node, path []string) error {
 		}
 		if s != "" {
 			w.plain.values[s] = val
+			w.plain.docOf[s] = len(w.plain.docs) - 1
 		}
 		if typ == "comment" {
 			return nil
@@ -229,7 +244,25 @@ func (w *macWalker) scalar(n *yaml.Node, path []string) error {
 	if !w.onlyEncrypted || encrypted {
 		w.hash.Write(b)
 	}
+	w.identity(path, string(b), !w.onlyEncrypted || encrypted)
 	return nil
+}
+
+// identity records what the current document says it is, from the value b
+// at path, and whether the MAC covers it.
+func (w *macWalker) identity(path []string, b string, covered bool) {
+	doc := &w.plain.docs[len(w.plain.docs)-1]
+	switch strings.Join(path, ".") {
+	case "apiVersion":
+		doc.apiVersion = b
+	case "kind":
+		doc.kind = b
+	case "metadata.name":
+		doc.name = b
+	default:
+		return
+	}
+	doc.authenticated = doc.authenticated && covered
 }
 
 // macBytes is how SOPS feeds an unencrypted value to the MAC.

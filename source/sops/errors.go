@@ -13,6 +13,10 @@ const (
 	ProblemMAC Problem = "mac"
 	// ProblemFormat: not a SOPS file this package can read.
 	ProblemFormat Problem = "format"
+	// ProblemKind: the file's values would land in an object that is not
+	// a Secret, or in a Secret the file does not hold, or the file's MAC
+	// does not cover what kind of object it holds (mac_only_encrypted).
+	ProblemKind Problem = "kind"
 )
 
 // Error is a file that could not be decrypted. It never holds a value.

@@ -45,7 +45,11 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 // (objs and its objects are not changed; they may be a shared render's),
 // and the decrypted string values, to keep out of messages. Each file is
 // decrypted once, its MAC verified. An encrypted object is never passed
-// through: without a file or keys it is an *ObjectError.
+// through: without a file or keys it is an *ObjectError. Values decrypt
+// only into a Secret the file holds, as the render left it: an object whose
+// kind a patch changed, a file whose MAC does not cover its kind
+// (mac_only_encrypted), or a document of another kind is an *ObjectError
+// wrapping an *Error with ProblemKind.
 func Objects(objs []*unstructured.Unstructured, files Files, keys Keys) ([]*unstructured.Unstructured, []string, error) {
 	var ids []age.Identity
 	plains := map[string]*Plaintext{}
@@ -83,7 +87,10 @@ func Objects(objs []*unstructured.Unstructured, files Files, keys Keys) ([]*unst
 			plains[mac] = p
 			hidden = append(hidden, p.Strings()...)
 		}
-		plain, _, err := p.Object(obj)
+		plain, _, from, err := p.object(obj)
+		if err == nil {
+			err = p.checkSecret(plain, from)
+		}
 		if err != nil {
 			e.Err = err
 			return nil, nil, e
