@@ -153,7 +153,9 @@ func review(ctx context.Context, c client.Client, k accessKey) (bool, string, er
 func (r *GitSyncReconciler) writer(gs *v1.GitSync) string {
 	switch {
 	case gs.Spec.ServiceAccountName != "":
-		return fmt.Sprintf("ServiceAccount system:serviceaccount:%s:%s (spec.serviceAccountName)", gs.Namespace, gs.Spec.ServiceAccountName)
+		return fmt.Sprintf("ServiceAccount %s (spec.serviceAccountName)", gs.AccountOr(""))
+	case r.opts.DefaultServiceAccount != "" && gs.Spec.KubeConfig == nil:
+		return fmt.Sprintf("ServiceAccount %s (the agent's --default-service-account)", gs.AccountOr(r.opts.DefaultServiceAccount))
 	case gs.Spec.KubeConfig != nil:
 		return "the identity of the kubeconfig in Secret " + gs.Namespace + "/" + gs.Spec.KubeConfig.SecretRef.Name
 	case r.opts.AgentServiceAccount != "":

@@ -17,6 +17,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/commitstatus"
+	"gitsync.dev/gitsync/tenant"
 )
 
 // commitStatuses reports each GitSync's attempts on the commit it syncs
@@ -220,9 +221,11 @@ func (r *GitSyncReconciler) sendCommitReports(key types.NamespacedName, q *commi
 func (r *GitSyncReconciler) postCommit(ctx context.Context, rep commitReport) error {
 	ctx, cancel := context.WithTimeout(ctx, r.commits.postTimeout())
 	defer cancel()
-	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: rep.gs.Namespace, Name: rep.spec.SecretRef.Name}
-	if err := r.apiReader.Get(ctx, key, secret); err != nil {
+	// Read as the GitSync's account, like everything it names: the token
+	// goes to a host the tenant chose.
+	secret, err := r.reader.For(rep.gs, nil).Secret(ctx, tenant.Ref{Name: key.Name, Field: "spec.commitStatus.secretRef"})
+	if err != nil {
 		return fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err)
 	}
 	hc := r.commits.httpClient(r)

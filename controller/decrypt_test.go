@@ -21,8 +21,9 @@ const (
 	sopsToken    = "tok-77d2e0-plaintext"
 )
 
-// sopsFiles returns an encrypted Secret and an encrypted ConfigMap (a
-// decrypted value in a kind diffs do not mask) for recipient.
+// sopsFiles returns two encrypted Secrets for recipient, one with every
+// value encrypted and one ("api") with its token encrypted and its mode in
+// plain text (covered by the MAC all the same).
 func sopsFiles(t *testing.T, id *age.X25519Identity) map[string]string {
 	t.Helper()
 	enc := func(plain, regex string) string {
@@ -34,7 +35,7 @@ func sopsFiles(t *testing.T, id *age.X25519Identity) map[string]string {
 	}
 	return map[string]string{
 		"deploy/secret.enc.yaml": enc("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\nstringData:\n  password: "+sopsPassword+"\n", "^(data|stringData)$"),
-		"deploy/config.enc.yaml": enc("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\ndata:\n  token: "+sopsToken+"\n  mode: fast\n", "^token$"),
+		"deploy/config.enc.yaml": enc("apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\nstringData:\n  token: "+sopsToken+"\n  mode: fast\n", "^token$"),
 		"deploy/plain.yaml":      configMap("plain", "1"),
 	}
 }
@@ -79,14 +80,14 @@ func TestDecryption(t *testing.T) {
 	if string(secret.Data["password"]) != sopsPassword {
 		t.Errorf("Secret db password is not the decrypted value")
 	}
-	cm, err := getCM(t, c, ns, "api")
-	if err != nil {
+	api := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, api); err != nil {
 		t.Fatal(err)
 	}
-	if cm.Data["token"] != sopsToken || cm.Data["mode"] != "fast" {
-		t.Errorf("ConfigMap api data = %v, want the decrypted token and mode fast", cm.Data)
+	if string(api.Data["token"]) != sopsToken || string(api.Data["mode"]) != "fast" {
+		t.Errorf("Secret api holds %d keys, want the decrypted token and mode fast", len(api.Data))
 	}
-	for _, o := range []client.Object{secret, cm} {
+	for _, o := range []client.Object{secret, api} {
 		if strings.Contains(o.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]+strings.Join(keys(o.GetAnnotations()), ","), "sops") {
 			t.Errorf("%s carries sops metadata", o.GetName())
 		}
@@ -164,10 +165,11 @@ func TestDecryptionFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReason(t, c, key, v1.ReasonDecryptionFailed, "deploy/", "none of the 1 age identities matches", right.Recipient().String())
-	for _, name := range []string{"plain", "api"} {
-		if _, err := getCM(t, c, ns, name); !apierrors.IsNotFound(err) {
-			t.Errorf("ConfigMap %s: %v, want it not applied", name, err)
-		}
+	if _, err := getCM(t, c, ns, "plain"); !apierrors.IsNotFound(err) {
+		t.Errorf("ConfigMap plain: %v, want it not applied", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Secret api: %v, want it not applied", err)
 	}
 	if _, err := getCM(t, c, ns, "old"); err != nil {
 		t.Errorf("ConfigMap old was pruned although the revision failed: %v", err)
@@ -188,7 +190,57 @@ func TestDecryptionFailures(t *testing.T) {
 	r.commit(files)
 	request(t, c, key, "2")
 	waitReason(t, c, key, v1.ReasonDecryptionFailed, "deploy/config.enc.yaml", "MAC mismatch")
-	if cm, err := getCM(t, c, ns, "api"); err != nil || cm.Data["mode"] != "fast" {
-		t.Errorf("ConfigMap api after a tampered revision: %v %v, want it unchanged", cm.Data, err)
+	api := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, api); err != nil || string(api.Data["mode"]) != "fast" {
+		t.Errorf("Secret api after a tampered revision: %v, want it unchanged", err)
 	}
+}
+
+// TestDecryptionIntoConfigMapRefused is the attack: a kustomize patch with
+// allowKindChange turns a SOPS-encrypted Secret into a ConfigMap, which
+// every reader of ConfigMaps may read. The GitSync is Stalled
+// DecryptionFailed naming the file, nothing of the revision is applied,
+// and the plaintext shows nowhere.
+//
+// Checked: with sops.Objects not checking the kind (Object instead of
+// object+checkSecret), ConfigMap db is applied holding the password.
+func TestDecryptionIntoConfigMapRefused(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	logs := &syncBuffer{}
+	startAgent(t, agentOptions{namespace: ns, logger: zap.New(zap.UseDevMode(true), zap.WriteTo(logs))})
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	createAgeSecret(t, c, ns, id)
+	files := sopsFiles(t, id)
+	r := newRepo(t)
+	r.commit(map[string]string{
+		"deploy/secret.enc.yaml": files["deploy/secret.enc.yaml"],
+		"deploy/plain.yaml":      files["deploy/plain.yaml"],
+		"deploy/kustomization.yaml": `resources: [secret.enc.yaml, plain.yaml]
+patches:
+- target: {kind: Secret, name: db}
+  options: {allowKindChange: true}
+  patch: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: db
+`,
+	})
+	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
+		g.Spec.Decryption = &v1.DecryptionSpec{Provider: "sops", SecretRef: v1.LocalObjectReference{Name: "sops-age"}}
+	})
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReason(t, c, client.ObjectKeyFromObject(gs), v1.ReasonDecryptionFailed, "deploy/secret.enc.yaml", "Secrets only", "ConfigMap")
+	for _, name := range []string{"db", "plain"} {
+		if _, err := getCM(t, c, ns, name); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s: %v, want nothing of the revision applied", name, err)
+		}
+	}
+	assertNotShown(t, c, ns, logs, got, sopsPassword)
 }

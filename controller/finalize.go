@@ -67,7 +67,7 @@ func (r *GitSyncReconciler) cleanup(ctx context.Context, gs *v1.GitSync) (*inven
 	if err != nil || inv.Len() == 0 {
 		return nil, inventory.New(), err
 	}
-	tgt, err := r.targets.get(ctx, r.apiReader, gs, false)
+	tgt, err := r.targets.get(ctx, r.reader.For(gs, nil), gs, false)
 	if err != nil {
 		return nil, inv, err
 	}

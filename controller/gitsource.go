@@ -5,19 +5,22 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/tenant"
 )
 
 // sourceOf translates spec.source into a git.Source that reaches its
 // remote only through the egress dialer, reading credentials through the
-// agent's Secret watch (secretwatch.go) when the remote is asked for a new
-// revision. A local repository is refused unless the operator allowed local
-// sources.
-func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (git.Source, error) {
+// tenant boundary when the remote is asked for a new revision. A local
+// repository is refused unless the operator allowed local sources.
+func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync, view *tenant.View) (git.Source, error) {
 	spec := gs.Spec.Source
 	src := git.Source{
 		URL:    spec.URL,
@@ -32,19 +35,19 @@ func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync) (git.S
 		return src, stalled(v1.ReasonInvalidSpec, fmt.Errorf("source url %s is a path on the agent's disk; "+
 			"local sources are refused unless gitsync run is started with --allow-local-sources", git.RedactURL(spec.URL)))
 	}
-	return src, r.sourceAuth(ctx, gs, &src)
+	return src, sourceAuth(ctx, gs, view, &src)
 }
 
 // sourceAuth reads spec.source.secretRef into src.Auth.
-func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, src *git.Source) error {
-	spec, reader := gs.Spec.Source, r.secretsFor(gs)
+func sourceAuth(ctx context.Context, gs *v1.GitSync, view *tenant.View, src *git.Source) error {
+	spec := gs.Spec.Source
 	if spec.SecretRef == nil {
 		return nil
 	}
-	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: gs.Namespace, Name: spec.SecretRef.Name}
-	if err := reader.Get(ctx, key, secret); err != nil {
-		return retry(v1.ReasonFetchFailed, fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err))
+	secret, err := view.Secret(ctx, tenant.Ref{Name: key.Name, Field: "spec.source.secretRef"})
+	if err != nil {
+		return classifyRead(fmt.Errorf("Secret/%s/%s read failed: %w", key.Namespace, key.Name, err), v1.ReasonFetchFailed)
 	}
 	// The keys read are git.SecretKey*; the Secret's name and key names
 	// let a refusal say which keys it has instead.
@@ -71,8 +74,25 @@ func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src git
 	return rev, err
 }
 
-// secretsFor reads the Secrets gs names through the agent's Secret watch
-// (secretwatch.go): no request once the watch has synced.
-func (r *GitSyncReconciler) secretsFor(gs *v1.GitSync) client.Reader {
-	return secretReader{w: r.secrets, user: client.ObjectKeyFromObject(gs)}
+// newTenantReader returns the reader of what GitSyncs name, watching the
+// named objects and RBAC with the manager's connection; a change of a
+// named object requeues the GitSyncs naming it with a fresh fetch.
+func newTenantReader(mgr manager.Manager, opts Options, requeue func(types.NamespacedName), runCtx func() context.Context) (*tenant.Reader, error) {
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	gitsyncs, err := mgr.GetCache().GetInformer(context.Background(), &v1.GitSync{})
+	if err != nil {
+		return nil, err
+	}
+	return tenant.New(tenant.Options{
+		Clientset: cs, APIReader: mgr.GetAPIReader(), GitSyncs: gitsyncs, Metadata: md,
+		Reviewer: tenant.NewReviewer(mgr.GetConfig()), Requeue: requeue, RunContext: runCtx,
+		DefaultServiceAccount: opts.DefaultServiceAccount,
+	})
 }

@@ -46,6 +46,13 @@ type Options struct {
 	// Egress.Policy.Allow is the operator's exemption (gitsync run
 	// --allow-networks). Tests replace Egress.Dial with a recorder.
 	Egress egress.Dialer
+	// DefaultServiceAccount is the account, in its own namespace, of every
+	// GitSync without spec.serviceAccountName (gitsync run
+	// --default-service-account): it is impersonated for the GitSync's
+	// writes, and the objects the GitSync names are read only if it may.
+	// Empty leaves such GitSyncs with the agent's rights in their
+	// namespace.
+	DefaultServiceAccount string
 	// AgentNamespace and AgentServiceAccount identify the agent's own
 	// workload: no prune deletes its Namespace, its ServiceAccount, the
 	// workloads running as it in its namespace or the RBAC granting it

@@ -7,6 +7,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/prepare"
 )
 
 // pruneRails are the prune options every deletion on behalf of gs uses,
@@ -15,20 +16,12 @@ import (
 // the GitSync CRD and the agent's own footing. An invalid override is
 // returned as a Stalled error with the agent's limit in place.
 func (r *GitSyncReconciler) pruneRails(gs *v1.GitSync) (inventory.PruneOptions, error) {
-	opts := inventory.DefaultPruneOptions()
-	opts.Name, opts.Namespace = gs.Name, gs.Namespace
-	self := inventory.GitSyncID(gs.Namespace, gs.Name)
-	opts.Protect = inventory.Protection{
-		Self:                &self,
-		AgentNamespace:      r.opts.AgentNamespace,
-		AgentServiceAccount: r.opts.AgentServiceAccount,
-	}
-	maxShare, err := pruneMaxShare(gs, r.opts.PruneMaxShare)
+	opts, err := prepare.PruneOptions(gs, prepare.Rails{MaxShare: r.opts.PruneMaxShare,
+		AgentNamespace: r.opts.AgentNamespace, AgentServiceAccount: r.opts.AgentServiceAccount})
 	if err != nil {
-		maxShare = r.opts.PruneMaxShare
+		return opts, stalled(v1.ReasonInvalidSpec, err)
 	}
-	opts.MaxShare = maxShare
-	return opts, err
+	return opts, nil
 }
 
 // emitKept records a Warning event for each object that left Git but was

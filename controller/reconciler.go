@@ -24,6 +24,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/tenant"
 )
 
 // GitSyncReconciler makes the cluster match each GitSync's source. It reads
@@ -39,12 +40,12 @@ type GitSyncReconciler struct {
 	targets   *targets
 	backoff   *backoff
 	drift     *driftWatcher
-	secrets   *secretWatch
-	// configMaps serves the ConfigMaps of spec.substituteFrom (substitute.go).
-	configMaps *secretWatch
-	resolver   *resolver      // resolve.go
-	gitEgress  *egress.Dialer // Git traffic, limited per host (hostlimit.go)
-	triggers   chan event.GenericEvent
+	// reader reads every Secret and ConfigMap a GitSync names: in its
+	// namespace, as its account, from watches.
+	reader    *tenant.Reader
+	resolver  *resolver      // resolve.go
+	gitEgress *egress.Dialer // Git traffic, limited per host (hostlimit.go)
+	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (informers.go).
 	probe client.WithWatch
@@ -89,13 +90,10 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,
 		base: opts.Apply, runCtx: r.baseContext,
 		kubeconfig: kubeconfigOptions{allowExec: opts.AllowExecPlugins, dialer: &r.opts.Egress},
-		byKey:      map[types.NamespacedName]*target{},
+		byKey:      map[types.NamespacedName]*target{}, defaultAccount: opts.DefaultServiceAccount,
 	}
 	r.probe = local.agent().direct
-	if r.secrets, err = newSecretWatch(mgr, r.Trigger, r.baseContext); err != nil { // secretwatch.go
-		return nil, err
-	}
-	if r.configMaps, err = newObjectWatch(mgr, "ConfigMap", configMapsOf, r.Trigger, r.baseContext); err != nil { // substitute.go
+	if r.reader, err = newTenantReader(mgr, opts, r.Trigger, r.baseContext); err != nil {
 		return nil, err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,8 +13,10 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/redact"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
+	"gitsync.dev/gitsync/tenant"
 )
 
 // outcome is what one sync did, for status, events and metrics.
@@ -67,13 +67,19 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	ctx, cancel := context.WithTimeout(ctx, r.timeoutOf(gs))
 	defer cancel()
 	out := &outcome{}
+	// Every value the sync reads from a Secret, decrypts or substitutes is
+	// known to red, which masks it in the error status, Events and the log
+	// are made from.
+	red := redact.New()
+	defer scrub(red, out)
+	view := r.reader.For(gs, red)
 	refresh := st.needsResolve(gs, r.clock.Now())
-	tgt, err := r.targets.get(ctx, r.secretsFor(gs), gs, refresh) // gitsource.go
+	tgt, err := r.targets.get(ctx, view, gs, refresh)
 	if err != nil {
 		out.err = err
 		return out
 	}
-	src, rev, err := r.revision(ctx, gs, st, refresh)
+	src, rev, err := r.revision(ctx, gs, st, view, refresh)
 	if err != nil {
 		out.err = err
 		return out
@@ -88,12 +94,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.yielded = true
 		return out
 	}
-	if err := r.checkReads(ctx, gs, st, tgt); err != nil { // access_reads.go
-		out.err = err
-		return out
-	}
-	objs, hide, err := r.prepare(ctx, gs, rendered.Objects, rendered.SOPSLookup) // substitute_prepare.go: variables, SOPS
-	defer hide.scrub(out)
+	objs, err := r.prepare(ctx, gs, view, red, rendered.Objects, rendered.SOPSLookup)
 	if err != nil {
 		out.err = err
 		return out
@@ -162,14 +163,14 @@ func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *s
 // revision returns the source and the revision to sync: freshly resolved
 // when refresh is set, else the one resolved last (drift repairs and status
 // retries do not ask the remote again before the interval is up).
-func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *syncState, refresh bool) (git.Source, git.Revision, error) {
+func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *syncState, view *tenant.View, refresh bool) (git.Source, git.Revision, error) {
 	if !refresh {
 		src, rev := st.last()
 		return src, rev, nil
 	}
 	now := r.clock.Now()
 	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor) // resolve.go
-	src, err := r.sourceOf(ctx, gs)
+	src, err := r.sourceOf(ctx, gs, view)
 	if err != nil {
 		return src, git.Revision{}, err
 	}
@@ -215,7 +216,6 @@ func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *target) (engine.O
 		opts.Prune = false
 	}
 	opts.PruneOptions = rails
-	opts.PruneOptions.AllowEmpty = gs.Spec.AllowEmpty
 	return opts, err
 }
 
@@ -232,18 +232,4 @@ func classifyRun(err error) error {
 		return classifyPrune(err)
 	}
 	return asSyncError(err, v1.ReasonApplyFailed)
-}
-
-// pruneMaxShare is the prune share limit for gs: its
-// gitsync.dev/prune-max-share annotation when set, else the agent's default.
-func pruneMaxShare(gs *v1.GitSync, def float64) (float64, error) {
-	raw, ok := gs.Annotations[v1.AnnotationPruneMaxShare]
-	if !ok {
-		return def, nil
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-	if err != nil || v < 0 || v > 1 {
-		return 0, stalled(v1.ReasonInvalidSpec, fmt.Errorf("annotation %s=%q must be a number between 0 and 1", v1.AnnotationPruneMaxShare, raw))
-	}
-	return v, nil
 }

@@ -17,6 +17,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/object"
+	"gitsync.dev/gitsync/tenant"
 )
 
 // target is the cluster one GitSync writes to and how: its applier (owner
@@ -51,15 +52,17 @@ type targets struct {
 	burst int
 	// runCtx bounds remote caches: the manager's lifetime.
 	runCtx func() context.Context
+	// defaultAccount is impersonated for GitSyncs without
+	// spec.serviceAccountName (Options.DefaultServiceAccount).
+	defaultAccount string
 
 	mu    sync.Mutex
 	byKey map[types.NamespacedName]*target
 }
 
-// get returns gs's target. A remote target's kubeconfig Secret is read with
-// reader only when refresh is set or no target exists yet, so steady-state
-// reconciles send no request for it.
-func (t *targets) get(ctx context.Context, reader client.Reader, gs *v1.GitSync, refresh bool) (*target, error) {
+// get returns gs's target. A remote target's kubeconfig Secret is read
+// through view only when refresh is set or no target exists yet.
+func (t *targets) get(ctx context.Context, view *tenant.View, gs *v1.GitSync, refresh bool) (*target, error) {
 	key := client.ObjectKeyFromObject(gs)
 	fp := specFingerprint(gs)
 	t.mu.Lock()
@@ -71,7 +74,7 @@ func (t *targets) get(ctx context.Context, reader client.Reader, gs *v1.GitSync,
 	}
 	var kubeconfig *corev1.Secret
 	if gs.Spec.KubeConfig != nil {
-		s, err := readKubeConfigSecret(ctx, reader, gs)
+		s, err := readKubeConfigSecret(ctx, view, gs)
 		if err != nil {
 			return nil, err
 		}
@@ -129,11 +132,11 @@ func (t *targets) build(ctx context.Context, gs *v1.GitSync, kubeconfig *corev1.
 		}
 		live, tgt.stop = cl.GetCache(), stop
 	}
-	user := ""
-	if sa := gs.Spec.ServiceAccountName; sa != "" {
-		user = fmt.Sprintf("system:serviceaccount:%s:%s", gs.Namespace, sa)
+	def := t.defaultAccount
+	if kubeconfig != nil {
+		def = "" // a remote cluster's identity is its kubeconfig's
 	}
-	id, err := clients.forUser(user)
+	id, err := clients.forUser(gs.AccountOr(def))
 	if err != nil {
 		return nil, errors.Join(retry(v1.ReasonApplyFailed, err), tgt.close())
 	}
@@ -198,11 +201,11 @@ func (t *targets) forget(key types.NamespacedName) {
 	_ = cur.close()
 }
 
-func readKubeConfigSecret(ctx context.Context, reader client.Reader, gs *v1.GitSync) (*corev1.Secret, error) {
+func readKubeConfigSecret(ctx context.Context, view *tenant.View, gs *v1.GitSync) (*corev1.Secret, error) {
 	ref := gs.Spec.KubeConfig.SecretRef
-	s := &corev1.Secret{}
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: ref.Name}, s); err != nil {
-		return nil, retry(v1.ReasonApplyFailed, fmt.Errorf("Secret/%s/%s read failed: %w", gs.Namespace, ref.Name, err))
+	s, err := view.Secret(ctx, tenant.Ref{Name: ref.Name, Field: "spec.kubeConfig.secretRef"})
+	if err != nil {
+		return nil, classifyRead(fmt.Errorf("Secret/%s/%s read failed: %w", gs.Namespace, ref.Name, err), v1.ReasonApplyFailed)
 	}
 	return s, nil
 }

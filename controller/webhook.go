@@ -18,6 +18,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/webhook"
+	"gitsync.dev/gitsync/tenant"
 )
 
 // WebhookSecretKey is the key of the webhook Secret that holds the shared
@@ -75,15 +76,22 @@ func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) f
 func (r *GitSyncReconciler) WebhookLookup(gitsyncs client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []webhook.Target {
 	refused := newSecretCache(r.apiReader, opts)
 	return webhookLookup(gitsyncs, func(ctx context.Context, gs *v1.GitSync, key types.NamespacedName) ([]byte, bool) {
-		if r.secrets.refusedFor(key) {
+		view := r.reader.For(gs, nil)
+		ref := tenant.Ref{Kind: tenant.KindSecret, Name: key.Name, Field: "spec.webhook.secretRef"}
+		if r.reader.Refused(tenant.KindSecret, key) {
+			// GETs, cached: a request to the webhook port is not one GET
+			// per GitSync; the account is asked (and the answer kept) all
+			// the same.
+			if view.Allowed(ctx, ref) != nil {
+				return nil, false
+			}
 			return refused.get(ctx, key)
 		}
-		s := &corev1.Secret{}
-		err := r.secretsFor(gs).Get(ctx, key, s)
-		if err != nil && !apierrors.IsNotFound(err) {
+		s, err := view.Secret(ctx, ref)
+		if err != nil {
 			return nil, false
 		}
-		return s.Data[WebhookSecretKey], err == nil
+		return s.Data[WebhookSecretKey], true
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
-	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/prepare"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
@@ -32,7 +32,7 @@ func TestHelmChartExample(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, gs); err != nil {
 		t.Fatal(err)
 	}
-	settings, err := controller.RenderSettings(gs)
+	settings, err := prepare.Settings(gs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -286,7 +286,6 @@ func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffReq
 	for _, e := range cs.Entries {
 		rep.Entries = append(rep.Entries, diffEntryOf(e))
 	}
-	rep.mask(desired.Hidden) // prepare_flags.go
 	if req.Name == "" || !req.PreviewPrune {
 		return rep, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/object"
+	"gitsync.dev/gitsync/prepare"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
@@ -207,6 +207,7 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*sourceg
 		return nil, fmt.Errorf("Secret/%s/%s (spec.source.secretRef) read failed: %w; give the credentials with $%s/$%s, $%s or --ssh-key instead",
 			p.gs.Namespace, ref.Name, err, gitEnvUsername, gitEnvPassword, gitEnvToken)
 	}
+	sensitive.AddData(secret.Data) // never printed, whatever echoes it
 	// The agent's reading of the keys, so a Secret with none it knows
 	// fails here as it fails there: CredentialsUnrecognized, naming them.
 	return sourcegit.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data), nil
@@ -236,7 +237,6 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffRepor
 	for _, e := range cs.Entries {
 		rep.Entries = append(rep.Entries, diffEntryOf(e))
 	}
-	rep.mask(desired.Hidden) // prepare_flags.go
 	if !gs.Spec.Prune {
 		return rep, nil
 	}
@@ -260,20 +260,7 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffRepor
 // Namespace and ServiceAccount are not known from a laptop, so a prune of
 // the agent's footing is previewed although the agent would keep it.
 func gitSyncPruneRails(gs *gitsyncv1.GitSync) (inventory.PruneOptions, error) {
-	opts := inventory.DefaultPruneOptions()
-	opts.Name, opts.Namespace = gs.Name, gs.Namespace
-	self := inventory.GitSyncID(gs.Namespace, gs.Name)
-	opts.Protect = inventory.Protection{Self: &self}
-	opts.MaxShare = controller.DefaultOptions().PruneMaxShare
-	if raw, ok := gs.Annotations[gitsyncv1.AnnotationPruneMaxShare]; ok {
-		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-		if err != nil || v < 0 || v > 1 {
-			return opts, fmt.Errorf("GitSync/%s/%s annotation %s=%q must be a number between 0 and 1", gs.Namespace, gs.Name, gitsyncv1.AnnotationPruneMaxShare, raw)
-		}
-		opts.MaxShare = v
-	}
-	opts.AllowEmpty = gs.Spec.AllowEmpty
-	return opts, nil
+	return prepare.PruneOptions(gs, prepare.Rails{MaxShare: controller.DefaultOptions().PruneMaxShare})
 }
 
 // runGitSync is `gitsync diff --gitsync`.
@@ -288,7 +275,7 @@ func (o *DiffOptions) runGitSync(ctx context.Context) error {
 	}
 	desired, err := p.render(ctx, user, &o.Source)
 	if err == nil { // the flags stand in for the GitSync's variables and key (prepare_flags.go)
-		desired.Objects, desired.Hidden, err = o.Prepare.prepare(desired.Objects, desired.SOPS)
+		desired.Objects, err = o.Prepare.prepare(desired.Objects, desired.SOPS)
 	}
 	if err != nil {
 		return withExitCode(exitError, err)

@@ -12,7 +12,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
+	root := newRootCmd()
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
 	stop()
-	os.Exit(reportError(os.Stderr, err))
+	os.Exit(reportError(stderr, err))
 }

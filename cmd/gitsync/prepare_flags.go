@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"filippo.io/age"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/sops"
 	"gitsync.dev/gitsync/source/substitute"
 )
@@ -101,36 +100,19 @@ func (f *PrepareFlags) keys() ([]age.Identity, error) {
 	return ids, nil
 }
 
-// prepare substitutes and decrypts objs (copies; objs is not changed) and
-// returns the values to mask in any output.
-func (f *PrepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, []string, error) {
+// prepare substitutes and decrypts objs (copies; objs is not changed) as
+// the agent does (package prepare), telling the process's redactor every
+// value to mask in any output.
+func (f *PrepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, error) {
 	vars, used, err := f.variables()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	in := prepare.Inputs{Strict: f.Strict, Keys: f.keys, Redactor: sensitive}
 	if used {
-		res, err := substitute.Objects(objs, vars, substitute.Options{Strict: f.Strict})
-		if err != nil {
-			return nil, nil, err
-		}
-		objs = res.Objects
+		in.Variables = &vars
 	}
-	objs, decrypted, err := sops.Objects(objs, files, f.keys)
-	if err != nil {
-		return nil, nil, err
-	}
-	return objs, slices.Concat(vars.SensitiveValues(), decrypted), nil
-}
-
-// maskValues replaces each of values (4 bytes or more, longest first) in s
-// by diff.MaskValue, as the agent does in its messages.
-func maskValues(s string, values []string) string {
-	vs := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return len(v) < 4 })
-	slices.SortFunc(vs, func(a, b string) int { return len(b) - len(a) })
-	for _, v := range vs {
-		s = strings.ReplaceAll(s, v, diff.MaskValue)
-	}
-	return s
+	return prepare.Objects(objs, files, in)
 }
 
 // render renders src and substitutes and decrypts the result.
@@ -139,21 +121,8 @@ func (f *PrepareFlags) render(ctx context.Context, src *SourceOptions) (*Desired
 	if err != nil {
 		return nil, err
 	}
-	objs, hidden, err := f.prepare(desired.Objects, desired.SOPS)
-	if err != nil {
+	if desired.Objects, err = f.prepare(desired.Objects, desired.SOPS); err != nil {
 		return nil, err
 	}
-	desired.Objects, desired.Hidden = objs, hidden
 	return desired, nil
-}
-
-// mask replaces hidden values in the report's diffs and reasons.
-func (r *diffReport) mask(hidden []string) {
-	if len(hidden) == 0 {
-		return
-	}
-	for i := range r.Entries {
-		r.Entries[i].Diff = maskValues(r.Entries[i].Diff, hidden)
-		r.Entries[i].Reason = maskValues(r.Entries[i].Reason, hidden)
-	}
 }

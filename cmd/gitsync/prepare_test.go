@@ -14,10 +14,12 @@ import (
 // TestSubstituteAndDecryptFlags: diff and apply substitute --substitute and
 // --substitute-from-file values and decrypt SOPS files with --age-key-file,
 // as a GitSync would; the diff of a ConfigMap shows *** for the value that
-// came from the file (a Secret's stand-in) and for the decrypted value.
-// Without --age-key-file the encrypted file is refused, naming it.
+// came from the file (a Secret's stand-in), and the decrypted Secret's
+// value shows nowhere. Without --age-key-file the encrypted file is
+// refused, naming it.
 //
-// Checked: with diffReport.mask a no-op, both values appear in the diff.
+// Checked: with maskedWriter writing b unmasked, the file's value appears
+// in the diff.
 func TestSubstituteAndDecryptFlags(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -26,7 +28,7 @@ func TestSubstituteAndDecryptFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token, password = "tok-93c1-decrypted", "pw-5d2e-from-file"
-	enc, err := sopstest.Encrypt([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\ndata:\n  env: ${ENV}\n  token: "+token+"\n"),
+	enc, err := sopstest.Encrypt([]byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\nstringData:\n  env: ${ENV}\n  token: "+token+"\n"),
 		sopstest.Options{EncryptedRegex: "^token$"}, id.Recipient())
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +58,7 @@ func TestSubstituteAndDecryptFlags(t *testing.T) {
 	// context lines of the diff.
 	r = gitsyncIn(t, ns, append([]string{"diff", dir, "--substitute", "ENV=staging"}, flags...)...)
 	wantCode(t, r, 1)
-	for _, want := range []string{"+  env: staging", "db: ***", "token: ***"} {
+	for _, want := range []string{"+  env: staging", "db: ***", "token: '***'"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("diff lacks %q\n%s", want, r)
 		}

@@ -185,11 +185,8 @@ type Desired struct {
 	// Revision says what was read: "main@sha1:<commit>" for a remote, the
 	// directory for a local source.
 	Revision string
-	// SOPS finds the SOPS files the render read (prepare_flags.go).
+	// SOPS finds the SOPS files the render read.
 	SOPS sops.Files
-	// Hidden are values substituted from secret files or decrypted: masked
-	// in every diff (prepare_flags.go).
-	Hidden []string
 }
 
 // Render reads the source and renders it with the engine's renderer.

@@ -10,7 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/ignore"
 	sourcerender "gitsync.dev/gitsync/source/render"
@@ -124,12 +124,12 @@ func (o *SourceOptions) renderOptionsIn(root string) (sourcerender.Options, erro
 }
 
 // useGitSync renders with gs's spec.helm and spec.ignore, as the agent
-// does (controller.RenderSettings); the flags may not change them.
+// does (prepare.Settings); the flags may not change them.
 func (o *RenderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
 	if o.given() {
 		return errors.New("--helm-values, --helm-set, --release-name and --ignore do not apply with --gitsync: it renders with the GitSync's spec.helm and spec.ignore")
 	}
-	s, err := controller.RenderSettings(gs)
+	s, err := prepare.Settings(gs)
 	if err != nil {
 		return err
 	}

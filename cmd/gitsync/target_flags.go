@@ -132,7 +132,7 @@ func connect(cfg *rest.Config, ns string) (*Target, error) {
 	}
 	// Server warnings (deprecated APIs, unknown fields) read as kubectl
 	// prints them, once each, instead of as klog lines.
-	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true, Color: colorEnabled(os.Stderr)})
+	cfg.WarningHandler = rest.NewWarningWriter(stderr, rest.WarningWriterOptions{Deduplicate: true, Color: colorEnabled(os.Stderr)})
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
