@@ -28,11 +28,16 @@ var values = map[string]string{
 // quoting it, a JSON document carrying it, that document quoted again, our
 // own %q and %+q, and a base64 form.
 var messages = map[string]func(v string) string{
-	"raw":          func(v string) string { return "value " + v + " refused" },
-	"go quote":     func(v string) string { return fmt.Sprintf("metadata.labels: Invalid value: %q: must be no more than 63 characters", v) },
-	"go ascii":     func(v string) string { return fmt.Sprintf("got %+q", v) },
-	"json":         func(v string) string { b, _ := json.Marshal(map[string]string{"k": v}); return string(b) },
-	"json in json": func(v string) string { b, _ := json.Marshal(map[string]string{"k": v}); return strconv.Quote(string(b)) },
+	"raw": func(v string) string { return "value " + v + " refused" },
+	"go quote": func(v string) string {
+		return fmt.Sprintf("metadata.labels: Invalid value: %q: must be no more than 63 characters", v)
+	},
+	"go ascii": func(v string) string { return fmt.Sprintf("got %+q", v) },
+	"json":     func(v string) string { b, _ := json.Marshal(map[string]string{"k": v}); return string(b) },
+	"json in json": func(v string) string {
+		b, _ := json.Marshal(map[string]string{"k": v})
+		return strconv.Quote(string(b))
+	},
 	"json in json by json": func(v string) string {
 		b, _ := json.Marshal(map[string]string{"k": v})
 		c, _ := json.Marshal(map[string]string{"message": string(b)})
