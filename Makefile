@@ -5,7 +5,7 @@ GO ?= go
 RACE_PKGS := ./source/... ./diff/... ./apply/... ./inventory/... ./health/... ./controller/...
 RACE_PATTERN := /(source|diff|apply|inventory|health|controller)(/|$$)
 
-.PHONY: all build image image-push test testbin demo demo-down vet
+.PHONY: all build image image-push test testbin demo demo-down vet docs
 
 all: build
 
@@ -90,3 +90,10 @@ generate:
 	  sed -e 's|^    controller-gen.kubebuilder.io/version: .*$$|&\n    helm.sh/resource-policy: keep|' \
 	      -e 's|^  name: gitsyncs.gitsync.dev$$|&\n  labels:\n    {{- include "gitsync.labels" . \| nindent 4 }}|' $(CRD_SRC); \
 	  echo '{{- end }}'; } > $(CRD_TEMPLATE)
+
+## docs: regenerate docs/reference (the GitSync API from api/v1alpha1, the CLI from the cobra commands)
+# make test fails while a checked-in page differs from a fresh render, and on
+# any broken relative link in the Markdown pages (internal/docgen).
+docs:
+	GITSYNC_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestAPIReference$$' ./internal/docgen
+	GITSYNC_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/gitsync

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if onlyDocsTests(flag.Lookup("test.run").Value.String()) {
+		os.Exit(m.Run()) // make docs: no control plane, no binary (docs_test.go)
+	}
 	dir, err := os.MkdirTemp("", "gitsync-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

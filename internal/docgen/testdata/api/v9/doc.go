@@ -1,0 +1,4 @@
+// Package v9 is a fixture for the API reference generator.
+//
+// +groupName=example.dev
+package v9
