@@ -26,7 +26,7 @@ func TestDocsLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"README.md"} {
+	for _, want := range []string{"README.md", "docs/README.md"} {
 		if !slices.Contains(files, want) {
 			t.Fatalf("MarkdownFiles lacks %s: %v", want, files)
 		}
