@@ -12,7 +12,7 @@ import (
 // OwnerConflictError says the live object belongs to another sync: its owner
 // labels name another GitSync or CLI inventory. Such an object is never
 // applied, adopted or relabelled; handing it over is an explicit act (see
-// the README's "One owner per object").
+// "Hand an object to another owner" in docs/guides/pruning.md).
 type OwnerConflictError struct {
 	// Subject is the object, "Kind/namespace/name".
 	Subject string

@@ -83,11 +83,11 @@ func TestHelmLifecycle(t *testing.T) {
 	}
 
 	// Helm maps every object before it creates any: GitSyncs from values
-	// cannot come with the install that creates their CRD (README, Upgrading).
+	// cannot come with the install that creates their CRD (docs/operations/install.md).
 	out, err := helm(t, append([]string{"install", "first", ".",
 		"--set", "gitSyncs[0].name=x,gitSyncs[0].spec.source.url=https://example.com/r.git"}, kube...)...)
 	if err == nil || !strings.Contains(out, "ensure CRDs are installed first") {
-		t.Errorf("first install with gitSyncs: err %v, want helm's \"ensure CRDs are installed first\" (else update the README):\n%s", err, lines(out))
+		t.Errorf("first install with gitSyncs: err %v, want helm's \"ensure CRDs are installed first\" (else update docs/operations/install.md):\n%s", err, lines(out))
 	}
 
 	// Chart 0.1.0 kept the CRD in crds/: Helm creates it once, outside the release.
@@ -97,9 +97,10 @@ func TestHelmLifecycle(t *testing.T) {
 		t.Fatalf("the 0.1.0 layout made the CRD part of the release: %v", crd.Annotations)
 	}
 
-	// A plain upgrade refuses to adopt it; the README's --take-ownership does.
+	// A plain upgrade refuses to adopt it; the --take-ownership of
+	// docs/operations/upgrade.md does.
 	if out, err := helm(t, append([]string{"upgrade", "life", "."}, kube...)...); err == nil || !strings.Contains(out, crdName) {
-		t.Errorf("plain upgrade from the 0.1.0 layout: err %v, want a refusal naming the CRD (else drop --take-ownership from the README):\n%s", err, lines(out))
+		t.Errorf("plain upgrade from the 0.1.0 layout: err %v, want a refusal naming the CRD (else drop --take-ownership from docs/operations/upgrade.md):\n%s", err, lines(out))
 	}
 	run("upgrade", "life", ".", "--take-ownership")
 	crd = getCRD(t)
