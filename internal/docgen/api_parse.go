@@ -117,12 +117,17 @@ func parseAPI(dir string) (*apiPackage, error) {
 				}
 			case token.CONST:
 				block := constBlock{}
-				block.doc, _ = splitComment(gd.Doc)
+				if gd.Lparen.IsValid() { // a block: its comment is the block's
+					block.doc, _ = splitComment(gd.Doc)
+				}
 				for _, spec := range gd.Specs {
 					vs := spec.(*ast.ValueSpec)
 					doc := vs.Doc
 					if doc == nil {
 						doc = vs.Comment
+					}
+					if doc == nil && !gd.Lparen.IsValid() { // a single const: the comment is its own
+						doc = gd.Doc
 					}
 					prose, _ := splitComment(doc)
 					for i, name := range vs.Names {
@@ -145,9 +150,15 @@ func parseAPI(dir string) (*apiPackage, error) {
 						block.consts = append(block.consts, c)
 					}
 				}
-				if len(block.consts) > 0 {
-					pkg.consts = append(pkg.consts, block)
+				if len(block.consts) == 0 {
+					continue
 				}
+				if block.doc == "" && len(pkg.consts) > 0 && pkg.consts[len(pkg.consts)-1].doc == "" {
+					last := &pkg.consts[len(pkg.consts)-1] // single consts share one block
+					last.consts = append(last.consts, block.consts...)
+					continue
+				}
+				pkg.consts = append(pkg.consts, block)
 			}
 		}
 	}

@@ -417,7 +417,7 @@ func stripName(doc, name string) string {
 	if !ok {
 		return doc
 	}
-	rest = strings.TrimPrefix(strings.TrimSpace(rest), ":")
+	rest = strings.TrimLeft(strings.TrimSpace(rest), ":,")
 	return strings.TrimSpace(rest)
 }
 

@@ -27,6 +27,7 @@ func TestAPIReferenceFixture(t *testing.T) {
 		{"typed constants under their type", "| `red` | is red. |"},
 		{"trailing comment, name stripped", "| `blue` | blue. |"},
 		{"untyped constants in their block", "| `example.dev/owner` | `LabelOwner` | who owns a widget. |"},
+		{"a single constant keeps its own comment", "### Other constants\n\n| Value | Go name | Meaning |\n|---|---|---|\n| `example.dev` | `Domain` | is the fixture's domain, alone. |"},
 	} {
 		if !strings.Contains(page, tc.want) {
 			t.Errorf("%s: page lacks %q:\n%s", tc.name, tc.want, page)

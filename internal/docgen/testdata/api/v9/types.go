@@ -70,3 +70,6 @@ const (
 
 // Unused is reached from no resource and is left out.
 type Unused struct{}
+
+// Domain is the fixture's domain, alone.
+const Domain = "example.dev"
