@@ -39,8 +39,12 @@ func APIReference(dir, source string) ([]byte, error) {
 	fmt.Fprintf(&b, "# %s API reference\n\n", strings.Join(typeNames(roots), ", "))
 	fmt.Fprintf(&b, "<!-- Generated from %s by `make docs`; do not edit. -->\n\n", source)
 	fmt.Fprintf(&b, "API group `%s`, version `%s`.", pkg.group, pkg.version)
-	if pkg.doc != "" {
-		fmt.Fprintf(&b, " %s", markup(oneLine(pkg.doc)))
+	if pkg.doc != "" { // "Package v1alpha1 holds" reads "`api/v1alpha1` holds"
+		doc := oneLine(pkg.doc)
+		if rest, ok := strings.CutPrefix(doc, "Package "+pkg.version+" "); ok {
+			doc = "`" + source + "` " + rest
+		}
+		fmt.Fprintf(&b, " %s", markup(doc))
 	}
 	b.WriteString(" Fields are listed in the order of the Go types; *required* fields must be set, every other field may be left out.\n\n")
 	b.WriteString("Types:\n\n")

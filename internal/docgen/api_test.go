@@ -15,7 +15,7 @@ func TestAPIReferenceFixture(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"title from the root type", "# Widget API reference\n"},
 		{"generated-from note", "<!-- Generated from testdata/api/v9 by `make docs`; do not edit. -->"},
-		{"group from +groupName, version from the directory", "API group `example.dev`, version `v9`."},
+		{"group from +groupName, version from the directory", "API group `example.dev`, version `v9`. `testdata/api/v9` is a fixture for the API reference generator."},
 		{"resource markers", "Resource: short name `wd`."},
 		{"apiVersion from the group", "| `apiVersion` | string | `example.dev/v9` |"},
 		{"kind from the type", "| `kind` | string | `Widget` |"},
