@@ -13,7 +13,7 @@ import (
 // docsTests are the tests of this package that need neither the control
 // plane nor the built binary: `go test -run` naming only these (as `make
 // docs` does) starts neither.
-var docsTests = []string{"TestCLIReference"}
+var docsTests = []string{"TestCLIReference", "TestOnlyDocsTests"}
 
 // TestCLIReference fails when docs/reference/cli.md differs from a fresh
 // render of the command tree (`make docs` rewrites it).
@@ -65,4 +65,23 @@ func onlyDocsTests(run string) bool {
 		}
 	}
 	return true
+}
+
+func TestOnlyDocsTests(t *testing.T) {
+	for _, tc := range []struct {
+		run  string
+		want bool
+	}{
+		{"", false},
+		{"TestCLIReference", true},
+		{"^TestCLIReference$", true},
+		{"^(TestCLIReference|TestOnlyDocsTests)$", true},
+		{"TestCLIReference|TestHelp", false},
+		{"TestHelp", false},
+		{".", false},
+	} {
+		if got := onlyDocsTests(tc.run); got != tc.want {
+			t.Errorf("onlyDocsTests(%q) = %v, want %v", tc.run, got, tc.want)
+		}
+	}
 }
