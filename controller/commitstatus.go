@@ -75,7 +75,10 @@ func reportOf(gs *v1.GitSync, commit string, state commitstatus.State, descripti
 	if name == "" {
 		name = "gitsync/" + gs.Namespace + "/" + gs.Name
 	}
-	slim := &v1.GitSync{TypeMeta: gs.TypeMeta, Spec: v1.GitSyncSpec{Source: gs.Spec.Source}}
+	// What the post needs, and what the tenant boundary reads its token
+	// as: the account and the interval its answers last.
+	slim := &v1.GitSync{TypeMeta: gs.TypeMeta, Spec: v1.GitSyncSpec{Source: gs.Spec.Source,
+		ServiceAccountName: gs.Spec.ServiceAccountName, Interval: gs.Spec.Interval}}
 	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = gs.Name, gs.Namespace, gs.UID, gs.ResourceVersion
 	return commitReport{gs: slim, spec: spec,
 		status: commitstatus.Status{Commit: commit, State: state, Description: description, Context: name}}

@@ -71,7 +71,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 	r := &GitSyncReconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorder("gitsync"),
+		recorder:  clippedEvents{mgr.GetEventRecorder("gitsync")},
 		opts:      opts,
 		clock:     clock.RealClock{},
 		backoff:   newBackoff(opts.MinBackoff, 24*time.Hour, opts.Limits, clock.RealClock{}),

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
@@ -209,6 +212,27 @@ func changeNote(out *outcome) string {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
 	}
 	return fmt.Sprintf("revision %s: %s (%s)", out.attempted, strings.Join(parts, ", "), strings.Join(subjects, ", "))
+}
+
+// maxEventNote is the longest note the apiserver takes in an Event
+// (events.k8s.io/v1: 1 kB); a longer one is refused, and the Event lost.
+const maxEventNote = 1024
+
+// clippedEvents records Events with their note clipped to maxEventNote, at
+// a rune boundary, so a message about many failed objects still reaches
+// the Events it would otherwise be refused from.
+type clippedEvents struct{ events.EventRecorder }
+
+func (c clippedEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	text := fmt.Sprintf(note, args...)
+	if len(text) > maxEventNote {
+		cut := maxEventNote - len("…")
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
+	}
+	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", text)
 }
 
 func clip(s string) string {

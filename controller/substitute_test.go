@@ -177,27 +177,41 @@ func waitReason(t *testing.T, c client.Client, key client.ObjectKey, reason stri
 }
 
 // TestSubstitutedSecretValueNotShown: a value from a Secret substituted into
-// a ConfigMap label the apiserver refuses (it quotes the invalid value) does
-// not appear in the condition, the Events or the agent's log; the message
-// shows *** in its place.
+// a ConfigMap label the apiserver refuses (it quotes the invalid value,
+// escaping quotes, newlines and backslashes) does not appear in the
+// condition, the Events or the agent's log, neither whole nor the parts
+// around an escape; the message shows *** in its place.
 //
-// Checked: with prepare's redactor empty, the value appears in all three.
+// Checked: with the sync's redactor masking raw values only (forms
+// returning just v), the values with a quote, a newline or a backslash
+// leak, escaped, into all three.
 func TestSubstitutedSecretValueNotShown(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
 	logs := &syncBuffer{}
 	startAgent(t, agentOptions{namespace: ns, logger: zap.New(zap.UseDevMode(true), zap.WriteTo(logs))})
-	const value = "s3cret value!" // not a valid label value
-	createVariables(t, c, ns, map[string]string{}, map[string]string{"TOKEN": value})
+	values := map[string]string{ // none is a valid label value
+		"SPACE":     "s3cret value!",
+		"QUOTE":     `first-half"second-half`,
+		"NEWLINE":   "line-number-one\nline-number-two",
+		"BACKSLASH": `C:\secrets\token-value`,
+		"UNICODE":   "pässwörd-with-ümlauts",
+	}
+	createVariables(t, c, ns, map[string]string{}, values)
 	r := newRepo(t)
-	r.commit(map[string]string{"deploy/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: labelled\n  labels:\n    token: \"${TOKEN}\"\n"})
+	manifests := map[string]string{}
+	for name := range values {
+		lower := strings.ToLower(name)
+		manifests["deploy/"+lower+".yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + lower + "\n  labels:\n    token: \"${" + name + "}\"\n"
+	}
+	r.commit(manifests)
 	gs := newGitSync(ns, "app", r.url(), withVariables(nil))
 	ctx := context.Background()
 	if err := c.Create(ctx, gs); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(gs)
-	got := waitReason(t, c, key, v1.ReasonApplyFailed, "labelled", "***")
+	got := waitReason(t, c, key, v1.ReasonApplyFailed, "***")
 	everything := []string{}
 	for _, cond := range got.Status.Conditions {
 		everything = append(everything, "condition "+cond.Type+": "+cond.Message)
@@ -217,9 +231,12 @@ func TestSubstitutedSecretValueNotShown(t *testing.T) {
 		everything = append(everything, "Event "+e.Reason+": "+e.Message)
 	}
 	everything = append(everything, "agent log: "+logs.String())
+	leaks := []string{"s3cret value!", "first-half", "second-half", "line-number-one", "line-number-two", "token-value", "with-ümlauts", `\"second`}
 	for _, msg := range everything {
-		if strings.Contains(msg, value) {
-			t.Errorf("the Secret's value leaked into %s", msg)
+		for _, leak := range leaks {
+			if strings.Contains(msg, leak) {
+				t.Errorf("%q of a Secret's value leaked into %s", leak, msg)
+			}
 		}
 	}
 }

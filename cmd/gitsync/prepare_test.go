@@ -68,3 +68,38 @@ func TestSubstituteAndDecryptFlags(t *testing.T) {
 	}
 	wantCode(t, gitsyncIn(t, ns, append([]string{"diff", dir, "--substitute", "ENV=prod"}, flags...)...), 0)
 }
+
+// TestSecretFileValueNotShownEscaped: a --substitute-from-file value the
+// apiserver refuses in a label comes back quoted, its quote and backslash
+// escaped; neither the value nor the parts around its escapes reach apply's
+// or diff's output.
+//
+// Checked: with the process's redactor masking raw values only, the
+// escaped value is printed.
+func TestSecretFileValueNotShownEscaped(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	dir, keys := t.TempDir(), t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  labels:\n    token: \"${TOKEN}\"\n",
+	})
+	varsFile := filepath.Join(keys, "vars.env")
+	if err := os.WriteFile(varsFile, []byte(`TOKEN=first-half"second-half\third-part`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"apply", "diff"} {
+		r := gitsyncIn(t, ns, verb, dir, "--substitute-from-file", varsFile)
+		if r.code == 0 {
+			t.Fatalf("%s of an invalid label succeeded\n%s", verb, r)
+		}
+		out := r.stdout + r.stderr
+		if !strings.Contains(out, "***") {
+			t.Errorf("%s: want the refused value shown as ***\n%s", verb, r)
+		}
+		for _, leak := range []string{"first-half", "second-half", "third-part"} {
+			if strings.Contains(out, leak) {
+				t.Errorf("%s prints %q of the file's value\n%s", verb, leak, r)
+			}
+		}
+	}
+}
