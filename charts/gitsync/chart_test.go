@@ -129,6 +129,11 @@ func TestDefaultRulesAreLeastPrivilege(t *testing.T) {
 		"/secrets":                        {"get", "list", "watch"}, // one field-selected watch per named Secret
 		"/configmaps":                     {"get", "list", "watch"}, // the same per ConfigMap named in spec.substituteFrom
 		"/serviceaccounts":                {"impersonate"},
+		// metadata watches: tenant read answers are renewed on RBAC changes
+		"rbac.authorization.k8s.io/roles":               {"list", "watch"},
+		"rbac.authorization.k8s.io/rolebindings":        {"list", "watch"},
+		"rbac.authorization.k8s.io/clusterroles":        {"list", "watch"},
+		"rbac.authorization.k8s.io/clusterrolebindings": {"list", "watch"},
 	}
 	for _, o := range template(t, "gs", "gitsync-system") {
 		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
