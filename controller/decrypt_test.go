@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -243,4 +245,44 @@ patches:
 		}
 	}
 	assertNotShown(t, c, ns, logs, got, sopsPassword)
+}
+
+// TestDecryptionRefusesMACOnlyEncrypted is the attack: in a
+// mac_only_encrypted file the MAC does not cover unencrypted values, so its
+// kind can be edited by hand without breaking the MAC (shown with a file the
+// sops CLI wrote, its ConfigMap kind edited). The agent refuses the file,
+// Stalled DecryptionFailed naming the mode, and applies nothing of it.
+//
+// Checked: with the mac_only case of checkSecret removed, Secret nested is
+// applied with the decrypted values.
+func TestDecryptionRefusesMACOnlyEncrypted(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	real := filepath.Join("..", "source", "sops", "testdata", "realsops")
+	data, err := os.ReadFile(filepath.Join(real, "nested-maconly.enc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(filepath.Join(real, "test-only.agekey"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sops-age", Namespace: ns}, Data: map[string][]byte{"age.agekey": key}}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t)
+	r.commit(map[string]string{"deploy/nested.enc.yaml": strings.Replace(string(data), "kind: ConfigMap", "kind: Secret", 1)})
+	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
+		g.Spec.Decryption = &v1.DecryptionSpec{Provider: "sops", SecretRef: v1.LocalObjectReference{Name: "sops-age"}}
+	})
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, c, client.ObjectKeyFromObject(gs), v1.ReasonDecryptionFailed, "deploy/nested.enc.yaml", "mac_only_encrypted")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nested"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Secret nested: %v, want it not applied", err)
+	}
 }

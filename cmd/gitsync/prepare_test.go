@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"filippo.io/age"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/source/sops/sopstest"
 )
@@ -100,6 +104,67 @@ func TestSecretFileValueNotShownEscaped(t *testing.T) {
 			if strings.Contains(out, leak) {
 				t.Errorf("%s prints %q of the file's value\n%s", verb, leak, r)
 			}
+		}
+	}
+}
+
+// TestDecryptOnlyIntoSecrets: the CLI decrypts as the agent does, into
+// Secrets only: a kustomize patch that turns the encrypted Secret into a
+// ConfigMap, and a mac_only_encrypted file (its kind not covered by its MAC,
+// edited by hand), are refused naming the file, and nothing is applied.
+//
+// Checked: with sops.Objects not checking the kind, apply creates
+// ConfigMap db holding the password.
+func TestDecryptOnlyIntoSecrets(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "pw-0c7e-decrypted"
+	enc, err := sopstest.Encrypt([]byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: "+password+"\n"),
+		sopstest.Options{EncryptedRegex: "^stringData$"}, id.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := t.TempDir()
+	keyFile := filepath.Join(keys, "key.agekey")
+	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	patched := t.TempDir()
+	writeFiles(t, patched, map[string]string{
+		"db.enc.yaml": string(enc),
+		"kustomization.yaml": "resources: [db.enc.yaml]\npatches:\n- target: {kind: Secret, name: db}\n  options: {allowKindChange: true}\n" +
+			"  patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: db\n",
+	})
+	r := gitsyncIn(t, ns, "apply", patched, "--age-key-file", keyFile)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "db.enc.yaml") || !strings.Contains(r.stderr, "Secrets only") || strings.Contains(r.stdout+r.stderr, password) {
+		t.Errorf("a patch turning the Secret into a ConfigMap: want a refusal naming the file, without the value\n%s", r)
+	}
+
+	// The sops CLI's own mac_only_encrypted file, its kind edited by hand:
+	// its MAC still verifies, and the file is refused all the same.
+	real := filepath.Join("..", "..", "source", "sops", "testdata", "realsops")
+	data, err := os.ReadFile(filepath.Join(real, "nested-maconly.enc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maconly := t.TempDir()
+	writeFiles(t, maconly, map[string]string{"nested.enc.yaml": strings.Replace(string(data), "kind: ConfigMap", "kind: Secret", 1)})
+	r = gitsyncIn(t, ns, "apply", maconly, "--age-key-file", filepath.Join(real, "test-only.agekey"))
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "nested.enc.yaml") || !strings.Contains(r.stderr, "mac_only_encrypted") {
+		t.Errorf("a mac_only_encrypted file: want a refusal naming it and the mode\n%s", r)
+	}
+	for _, name := range []string{"db", "nested"} {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s: %v, want nothing applied", name, err)
+		}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Secret %s: %v, want nothing applied", name, err)
 		}
 	}
 }
