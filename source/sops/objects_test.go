@@ -109,15 +109,7 @@ func TestObjectsDecryptIntoSecretsOnly(t *testing.T) {
 // verifies (shown with a file the sops CLI wrote); Objects refuses such a
 // file whatever its kind says.
 func TestObjectsRefuseMACOnlyEncrypted(t *testing.T) {
-	dir := filepath.Join("testdata", "realsops")
-	keyData, err := os.ReadFile(filepath.Join(dir, "test-only.agekey"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := sops.IdentitiesFromSecret(map[string][]byte{"k.agekey": keyData})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ids := realSOPS(t)
 	data, err := os.ReadFile(filepath.Join(dir, "nested-maconly.enc.yaml"))
 	if err != nil {
 		t.Fatal(err)

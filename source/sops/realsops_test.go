@@ -20,15 +20,7 @@ import (
 // the one users commit. Each X.enc.yaml must decrypt to X.yaml exactly.
 // The key in that directory is a throwaway made for these files only.
 func TestFilesFromTheSOPSCLI(t *testing.T) {
-	dir := filepath.Join("testdata", "realsops")
-	keyData, err := os.ReadFile(filepath.Join(dir, "test-only.agekey"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := sops.IdentitiesFromSecret(map[string][]byte{"test-only.agekey": keyData})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ids := realSOPS(t)
 	encs, _ := filepath.Glob(filepath.Join(dir, "*.enc.yaml"))
 	if len(encs) < 4 {
 		t.Fatalf("found %d encrypted fixtures, want 4", len(encs))
@@ -79,4 +71,20 @@ func decodeOne(t *testing.T, data []byte) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: obj}
+}
+
+// realSOPS returns the directory of the sops CLI's files and the identities
+// of its throwaway key.
+func realSOPS(t *testing.T) (string, []age.Identity) {
+	t.Helper()
+	dir := filepath.Join("testdata", "realsops")
+	keyData, err := os.ReadFile(filepath.Join(dir, "test-only.agekey"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := sops.IdentitiesFromSecret(map[string][]byte{"test-only.agekey": keyData})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ids
 }
