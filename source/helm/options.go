@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
+
+	"gitsync.dev/gitsync/source/budget"
 )
 
 // Files reads a repository for a render, confined to its root. Paths are
@@ -43,14 +45,15 @@ type Options struct {
 	// KubeVersion is .Capabilities.KubeVersion and what Chart.yaml's
 	// kubeVersion constraint is checked against; DefaultKubeVersion if empty.
 	KubeVersion string
-	// MaxOutputBytes caps the rendered manifests' total size, so a template
-	// cannot turn a small repository into an unbounded render; 0 means 64 MiB.
-	MaxOutputBytes int
+	// Budget is charged with each rendered document as the output is split,
+	// so a template cannot turn a small repository into an unbounded render;
+	// nil charges nothing. It is not a setting: Digest leaves it out.
+	Budget *budget.Budget `json:"-"`
 }
 
 // DefaultOptions renders with CRDs and the default Kubernetes version.
 func DefaultOptions() Options {
-	return Options{IncludeCRDs: true, KubeVersion: DefaultKubeVersion, MaxOutputBytes: 64 << 20}
+	return Options{IncludeCRDs: true, KubeVersion: DefaultKubeVersion}
 }
 
 // Digest names the options for cache keys: equal options give equal digests
@@ -62,8 +65,7 @@ func (o Options) Digest() string {
 		F       []string
 		V       map[string]any
 		C       bool
-		M       int
-	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.MaxOutputBytes})
+	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }

@@ -14,6 +14,8 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
+
+	"gitsync.dev/gitsync/source/budget"
 )
 
 // Error is a chart that cannot be rendered. Errors from Files pass through
@@ -93,7 +95,7 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 	if err != nil {
 		return nil, &Error{Path: dir, Detail: "template failed", Err: err}
 	}
-	out := &output{dir: dir, max: opts.MaxOutputBytes}
+	out := &output{dir: dir, budget: opts.Budget}
 	if opts.IncludeCRDs {
 		for _, crd := range c.CRDObjects() {
 			if err := out.addFile(crd.Filename, string(crd.File.Data), false); err != nil {
@@ -117,9 +119,6 @@ func (o Options) withDefaults() Options {
 	d := DefaultOptions()
 	if o.KubeVersion == "" {
 		o.KubeVersion = d.KubeVersion
-	}
-	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = d.MaxOutputBytes
 	}
 	if o.Namespace == "" {
 		o.Namespace = "default"
@@ -145,11 +144,10 @@ func isNotObject(name string) bool {
 	return base == "NOTES.txt" || strings.HasPrefix(base, "_")
 }
 
-// output collects manifests under the size cap.
+// output collects manifests, charging each to the render's budget.
 type output struct {
 	dir       string
-	max       int
-	size      int
+	budget    *budget.Budget
 	manifests []Manifest
 }
 
@@ -167,9 +165,8 @@ func (o *output) addFile(name, content string, dropTests bool) error {
 		if dropTests && isTestHook(doc) {
 			continue
 		}
-		o.size += len(doc)
-		if o.size > o.max {
-			return &Error{Path: p, Detail: fmt.Sprintf("rendered manifests exceed %d bytes", o.max)}
+		if err := o.budget.Charge(budget.StageHelm, int64(len(doc))); err != nil {
+			return &Error{Path: p, Detail: "rendered manifests too large", Err: err}
 		}
 		o.manifests = append(o.manifests, Manifest{Path: p, Data: []byte(doc)})
 	}

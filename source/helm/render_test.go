@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"gitsync.dev/gitsync/source/budget"
 )
 
 // rootFiles is Files over an os.Root, the confinement the render package
@@ -254,7 +256,8 @@ func TestRenderRefuses(t *testing.T) {
 		{name: "template error", chart: "charts/broken", want: "template failed"},
 		{name: "kubeVersion constraint", chart: "charts/old", want: "chart requires kubeVersion <1.20"},
 		{name: "bad release name", chart: "charts/web", opts: func(o *Options) { o.ReleaseName = "Bad_Name" }, want: `release name "Bad_Name" is invalid`},
-		{name: "output cap", chart: "charts/web", opts: func(o *Options) { o.MaxOutputBytes = 100 }, want: "rendered manifests exceed 100 bytes"},
+		{name: "output budget", chart: "charts/web", opts: func(o *Options) { o.Budget = budget.New(budget.Limits{OutputBytes: 100}) },
+			want: "rendered manifests too large: Helm template exceeded its output size budget (100 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

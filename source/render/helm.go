@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/helm"
 )
 
@@ -18,14 +19,18 @@ func renderHelm(ctx context.Context, repo *repoRoot, rel string, opts Options) (
 	if h := opts.Settings.Helm; h != nil {
 		hopts = *h
 	}
-	hopts.MaxOutputBytes = int(opts.MaxTotalBytes)
+	hopts.Budget = opts.Budget
 	ms, err := helm.Render(ctx, helmFiles{repo}, filepath.ToSlash(rel), hopts)
 	if err != nil {
 		return nil, helmErr(err)
 	}
+	// Helm charged its documents as it split them; decoding them again is
+	// the same output, not charged twice.
+	decode := opts
+	decode.Budget = nil
 	var out []decodedObject
 	for _, m := range ms {
-		objs, err := decodeManifest(m.Path, m.Data, opts)
+		objs, err := decodeManifest(m.Path, m.Data, decode)
 		if err != nil {
 			return nil, err
 		}
@@ -43,6 +48,10 @@ func isChartDir(repo *repoRoot, rel string) bool {
 // reads already have theirs (ErrOutsideRoot, ErrTooLarge, ErrNotFound).
 func helmErr(err error) error {
 	var he *helm.Error
+	var be *budget.ExceededError
+	if errors.As(err, &he) && errors.As(err, &be) {
+		return &Error{Class: ErrOverBudget, Path: he.Path, Detail: he.Detail, Err: be}
+	}
 	if errors.As(err, &he) {
 		return &Error{Class: errHelm, Path: he.Path, Detail: he.Detail, Err: he.Err}
 	}

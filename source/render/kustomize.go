@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/git"
 )
 
@@ -101,6 +102,9 @@ func runKustomize(fsys *confinedFS, dir string) (out [][]byte, err error) {
 		b, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("%s encode failed: %w", r.CurId(), err)
+		}
+		if err := fsys.opts.Budget.Charge(budget.StageKustomize, int64(len(b))); err != nil {
+			return nil, overBudget(kustomizeOutput(fsys.repo, dir), err)
 		}
 		out = append(out, b)
 	}

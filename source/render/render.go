@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/object"
+	"gitsync.dev/gitsync/source/budget"
 )
 
 // Options bounds what one Render may read. The caps exist because the
@@ -37,6 +39,17 @@ type Options struct {
 	MaxObjects int
 	// Settings are the source's own render choices (spec.helm, spec.ignore).
 	Settings Settings
+	// Budget is charged with every byte the render's stages produce (decoded
+	// documents, kustomize and Helm output) as they produce it; nil means a
+	// fresh one with budget.DefaultLimits. Memory, CPU and wall time are not
+	// enforced here: Go cannot stop a running template, so package sandbox
+	// runs renders that template in a child process it can stop.
+	Budget *budget.Budget
+	// PlainOnly refuses, with ErrNeedsEngine and before running either, a
+	// path that needs kustomize or Helm (at its top or below it), so a caller
+	// can render plain YAML in its own process and the rest where it can be
+	// stopped.
+	PlainOnly bool
 
 	// objects is the count of this render, set by Render.
 	objects *objectBudget
@@ -76,6 +89,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// ErrNeedsEngine is returned, unwrapped, by a Render with
+// Options.PlainOnly of a path that needs kustomize or Helm.
+var ErrNeedsEngine = errors.New("path needs kustomize or Helm")
+
 // kustomizationFileNames are the names kustomize recognises, in its order.
 var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
@@ -93,6 +110,9 @@ var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml",
 func Render(ctx context.Context, root, path string, opts Options) (*Rendered, error) {
 	opts = opts.withDefaults()
 	opts.objects = newObjectBudget(opts.MaxObjects)
+	if opts.Budget == nil {
+		opts.Budget = budget.New(budget.DefaultLimits())
+	}
 	rel, err := localPath(path)
 	if err != nil {
 		return nil, err
@@ -108,6 +128,8 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 
 	var docs []decodedObject
 	switch {
+	case opts.PlainOnly && (isKustomizeDir(repo, rel) || isChartDir(repo, rel)):
+		return nil, ErrNeedsEngine
 	case isKustomizeDir(repo, rel):
 		docs, err = renderKustomize(ctx, repo, rel, opts)
 	case isChartDir(repo, rel):

@@ -9,6 +9,8 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"gitsync.dev/gitsync/source/budget"
 )
 
 // decodedObject is one object read from a document, before validation.
@@ -31,6 +33,9 @@ func decodeManifest(file string, data []byte, opts Options) ([]decodedObject, er
 		var v any
 		if err := utiljson.Unmarshal(data, &v); err != nil {
 			return nil, &Error{Class: errInvalidYAML, Path: file, Detail: "invalid JSON", Err: withheldJSON(data, err)}
+		}
+		if err := opts.Budget.Charge(budget.StagePlain, int64(len(data))); err != nil {
+			return nil, overBudget(loc, err)
 		}
 		objs, err := expandList(loc, v)
 		if err == nil {
@@ -71,6 +76,9 @@ func decodeYAMLDocument(loc docLocation, doc yamlDocument, opts Options) (any, e
 	j, err := yaml.YAMLToJSON(doc.Data)
 	if err != nil {
 		return nil, yamlError(loc, doc, err)
+	}
+	if err := opts.Budget.Charge(budget.StagePlain, int64(len(j))); err != nil {
+		return nil, overBudget(loc, err)
 	}
 	var v any
 	if err := utiljson.Unmarshal(j, &v); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/git"
 )
 
@@ -33,6 +34,10 @@ var (
 	errRemoteDisabled = errors.New("remote reference not allowed")
 	// errKustomize: kustomize rejected the kustomization for another reason.
 	errKustomize = errors.New("kustomize build failed")
+	// ErrOverBudget: the render produced more output, or (in a sandbox)
+	// used more memory, CPU time or wall time, than its budget.Limits allow;
+	// the cause is a *budget.ExceededError.
+	ErrOverBudget = budget.ErrExceeded
 	// errHelm: Helm refused the chart (a template error, a dependency not
 	// vendored, a values file that is not a map, a kubeVersion constraint).
 	errHelm = errors.New("helm chart failed")
@@ -87,6 +92,12 @@ func (e *Error) Unwrap() []error {
 		errs = append(errs, e.Err)
 	}
 	return errs
+}
+
+// overBudget places a budget refusal at loc.
+func overBudget(loc docLocation, err error) error {
+	return &Error{Class: ErrOverBudget, Path: loc.Path, Line: loc.Line, Document: loc.Document,
+		Detail: "render budget exceeded", Err: err}
 }
 
 // renderErr builds an Error about a whole file or directory.

@@ -66,6 +66,9 @@ func (w *plainWalker) walkDir(rel string) error {
 	}
 	w.visited[rel] = true
 	if w.depth > 0 && isKustomizeDir(w.repo, rel) {
+		if w.opts.PlainOnly {
+			return ErrNeedsEngine
+		}
 		// A kustomization below a plain directory is built as a unit, as
 		// `kustomize create --autodetect --recursive` and Flux would: its
 		// files are inputs to it, not manifests of their own.
