@@ -44,7 +44,7 @@ type Options struct {
 	// fresh one with budget.DefaultLimits. Memory, CPU and wall time are not
 	// enforced here: Go cannot stop a running template, so package sandbox
 	// runs renders that template in a child process it can stop.
-	Budget *budget.Budget
+	Budget *budget.Budget `json:"-"`
 	// PlainOnly refuses, with ErrNeedsEngine and before running either, a
 	// path that needs kustomize or Helm (at its top or below it), so a caller
 	// can render plain YAML in its own process and the rest where it can be
