@@ -8,6 +8,7 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 )
@@ -91,6 +92,17 @@ type Options struct {
 	// other clients. QPS <= 0 turns client-side limiting off.
 	QPS   float32
 	Burst int
+	// Budget bounds what substitution and decryption may add to one sync
+	// (Budget.OutputBytes, shared by both); the Cache's renderer takes the
+	// same limits (gitsync run --render-*). Zero fields take
+	// budget.DefaultLimits.
+	Budget budget.Limits
+	// NamespaceShare is the most reconciles of one namespace (one tenant)
+	// that run at once, so one tenant's slow renders cannot hold every
+	// worker while another's commit waits (fairshare.go). 0 means half of
+	// MaxConcurrentReconciles, at least one; MaxConcurrentReconciles or
+	// more, or a negative value, means no limit.
+	NamespaceShare int
 }
 
 // DefaultOptions returns the options `gitsync run` starts from.
@@ -136,5 +148,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Jitter < 0 {
 		o.Jitter = 0
 	}
+	o.Budget = o.Budget.WithDefaults()
 	return o, nil
 }

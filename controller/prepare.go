@@ -12,6 +12,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/redact"
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/sops"
 	"gitsync.dev/gitsync/source/substitute"
 	"gitsync.dev/gitsync/tenant"
@@ -34,19 +35,21 @@ func (r *GitSyncReconciler) prepare(ctx context.Context, gs *v1.GitSync, view *t
 		}
 		return decryptionKeys(ctx, gs, view)
 	}
-	out, err := prepare.Objects(objs, files, prepare.Inputs{Variables: vars, Strict: prepare.Strict(gs), Keys: keys, Redactor: red})
+	out, err := prepare.Objects(objs, files, prepare.Inputs{Variables: vars, Strict: prepare.Strict(gs), Keys: keys, Redactor: red,
+		Budget: budget.New(r.opts.Budget)}) // what both stages may add to this sync
 	var ue *substitute.UndefinedError
 	var de *substitute.DuplicateError
 	var oe *sops.ObjectError
 	var se *syncError
+	var be *budget.ExceededError
 	switch {
 	case err == nil:
 		return out, nil
 	case errors.As(err, &se):
 		return nil, err // a key read failed: classified there
-	case errors.As(err, &ue), errors.As(err, &de):
+	case errors.As(err, &ue), errors.As(err, &de), errors.As(err, &be) && be.Stage == budget.StageSubstitute:
 		return nil, stalled(v1.ReasonSubstitutionFailed, err)
-	case errors.As(err, &oe):
+	case errors.As(err, &oe), errors.As(err, &be):
 		return nil, stalled(v1.ReasonDecryptionFailed, err)
 	}
 	return nil, retry(v1.ReasonSubstitutionFailed, err)

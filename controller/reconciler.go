@@ -56,6 +56,7 @@ type GitSyncReconciler struct {
 	runCtx context.Context
 	states map[types.NamespacedName]*syncState
 	share  shareQueue   // shard.go: replicas sharing the GitSyncs
+	fair   *fairShare   // fairshare.go: no namespace holds every worker
 	news   revisionNews // monorepo.go: changed paths first
 }
 
@@ -78,6 +79,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		triggers:  make(chan event.GenericEvent, 1024),
 		states:    map[types.NamespacedName]*syncState{},
 		runCtx:    context.Background(),
+		fair:      newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
 	}
 	r.resolver = newResolver(opts.Fetcher, opts.Limits, r.clock, r.baseContext)
 	r.gitEgress = gitEgress(opts.Egress, opts.Limits.GitHostConcurrency)
@@ -103,6 +105,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		WatchesRawSource(crsource.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(r.shareSource()).
 		WatchesRawSource(r.newsSource()).
+		WatchesRawSource(r.fair.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: r.backoff}).
 		Build(r)
 	if err != nil {
@@ -154,6 +157,11 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return ctrl.Result{}, nil
 	}
 	defer release()
+	free, ok := r.fair.acquire(req.NamespacedName) // requeued when its namespace has a free slot
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	defer free()
 	start := r.clock.Now()
 	ctx = withReport(ctx) // log.go
 	gs := &v1.GitSync{}
@@ -238,6 +246,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	delete(r.states, key)
 	r.mu.Unlock()
 	r.targets.forget(key)
+	r.fair.forget(key)
 	r.drift.waits.set(key, false)
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.forget(key)

@@ -7,6 +7,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 )
@@ -24,7 +25,8 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src g
 	if err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, err)
 	}
-	art, err := r.opts.Cache.GetRevisionWith(ctx, src, rev, settings)
+	// Render children are shared fairly between namespaces (source/sandbox).
+	art, err := r.opts.Cache.GetRevisionWith(budget.WithOwner(ctx, gs.Namespace), src, rev, settings)
 	if err != nil {
 		return nil, err
 	}

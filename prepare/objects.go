@@ -11,6 +11,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/redact"
+	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/sops"
 	"gitsync.dev/gitsync/source/substitute"
 )
@@ -29,6 +30,10 @@ type Inputs struct {
 	// Redactor is told every sensitive value that enters: the values of
 	// variables from Secrets and every decrypted value. Required.
 	Redactor *redact.Redactor
+	// Budget is charged with what substitution and decryption add, as
+	// they build it (source/budget); nil means a fresh one with
+	// budget.DefaultLimits.
+	Budget *budget.Budget
 }
 
 // Objects turns the shared render objs into one sync's objects: variables
@@ -37,9 +42,12 @@ type Inputs struct {
 // changed; changed objects are copies. Decrypted values land only in
 // Secrets (sops.Objects refuses anything else).
 func Objects(objs []*unstructured.Unstructured, files sops.Files, in Inputs) ([]*unstructured.Unstructured, error) {
+	if in.Budget == nil {
+		in.Budget = budget.New(budget.DefaultLimits())
+	}
 	if in.Variables != nil {
 		in.Redactor.Add(in.Variables.SensitiveValues()...)
-		res, err := substitute.Objects(objs, *in.Variables, substitute.Options{Strict: in.Strict})
+		res, err := substitute.Objects(objs, *in.Variables, substitute.Options{Strict: in.Strict, Budget: in.Budget})
 		if err != nil {
 			return nil, err
 		}
@@ -49,6 +57,14 @@ func Objects(objs []*unstructured.Unstructured, files sops.Files, in Inputs) ([]
 	in.Redactor.Add(decrypted...)
 	if err != nil {
 		return nil, err
+	}
+	// A plaintext is shorter than its ciphertext, which the render counted,
+	// so this cannot grow past what was read; it is charged all the same, so
+	// the sync's budget covers every byte its stages added.
+	for _, v := range decrypted {
+		if err := in.Budget.Charge(budget.StageDecrypt, int64(len(v))); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

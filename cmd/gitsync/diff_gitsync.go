@@ -21,7 +21,6 @@ import (
 	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/prepare"
 	sourcegit "gitsync.dev/gitsync/source/git"
-	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
 // gitSyncPreview is what `gitsync diff --gitsync` needs to see a sync as the
@@ -166,7 +165,7 @@ func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := sourcerender.Render(ctx, root, path, ropts)
+	r, err := o.Rendering.Limits.render(ctx, root, path, ropts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
 	}

@@ -85,6 +85,12 @@ type RunOptions struct {
 	// MaxObjects caps the objects one revision may render to; a GitSync's
 	// spec.maxObjects may only lower it (controller.Options.MaxObjects).
 	MaxObjects int
+	// Render bounds every render (source/sandbox) and what substitution
+	// and decryption add (controller.Options.Budget).
+	Render RenderLimitFlags
+	// NamespaceShare is the most GitSyncs of one namespace reconciled at
+	// once (controller.Options.NamespaceShare).
+	NamespaceShare int
 	// KubeAPIQPS and KubeAPIBurst are the client-side request budget all
 	// GitSyncs share per target cluster (controller.Options.QPS, Burst).
 	KubeAPIQPS   float32
@@ -146,6 +152,8 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.Float64Var(&o.Limits.RetryQPS, "retry-qps", o.Limits.RetryQPS, "Retries per second after failures, all GitSyncs together (a token bucket on top of each GitSync's exponential backoff); 0 disables the bucket.")
 	fs.IntVar(&o.Limits.RetryBurst, "retry-burst", o.Limits.RetryBurst, "Burst of the retry bucket (--retry-qps).")
 	fs.IntVar(&o.Limits.GitHostConcurrency, "git-host-concurrency", o.Limits.GitHostConcurrency, "Connections the agent's Git traffic (ls-remotes, fetches) may hold open to one host address at once; 0 means no limit.")
+	o.Render.AddFlags(fs, true)
+	fs.IntVar(&o.NamespaceShare, "namespace-share", 0, "Most GitSyncs of one namespace reconciled at once, so one tenant's slow renders cannot hold every worker (default: half of --concurrent, at least 1; --concurrent or more: no limit).")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
@@ -164,7 +172,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return withExitCode(exitError, err)
 	}
 	ctrl.SetLogger(log)
-	setMemoryLimit(log)
+	setMemoryLimit(log, int64(o.Render.Concurrency)*o.Render.Limits.Memory) // room for the render children
 	cfg, err := o.restConfig()
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -283,11 +291,15 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	copts := source.DefaultCacheOptions()
 	copts.Fetcher = fetcher
 	ropts := sourcerender.DefaultOptions()
-	ropts.MaxObjects = o.MaxObjects // the operator's cap; GitSyncs compare theirs to the count
+	ropts.MaxObjects = o.MaxObjects     // the operator's cap; GitSyncs compare theirs to the count
+	renderer, err := o.Render.sandbox() // kustomize and Helm in child processes, killed at the deadline
+	if err != nil {
+		return nil, withExitCode(exitError, err)
+	}
 	copts.Render = func(ctx context.Context, root, path string, s sourcerender.Settings) (*sourcerender.Rendered, error) {
 		o := ropts
 		o.Settings = s // the GitSync's spec.helm and spec.ignore
-		return sourcerender.Render(ctx, root, path, o)
+		return renderer.Render(ctx, root, path, o)
 	}
 	srcCache, err := source.NewCache(copts)
 	if err != nil {
@@ -301,6 +313,7 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, metrics
 	opts.MaxConcurrentReconciles = o.Concurrent
 	opts.MaxObjects = o.MaxObjects
+	opts.Budget, opts.NamespaceShare = o.Render.Limits, o.NamespaceShare
 	opts.AllowExecPlugins = o.AllowKubeconfigExec
 	opts.AllowLocalSources = o.AllowLocalSources
 	if opts.Egress.Policy.Allow, err = egress.ParsePrefixes(o.AllowNetworks); err != nil {

@@ -35,15 +35,25 @@ const cgroupV1Unlimited = 1 << 62
 // collection (GOGC=100), so an agent whose live heap is above half its
 // container limit is killed by the kernel although a collection would have
 // made room.
-func setMemoryLimit(log logr.Logger) {
+func setMemoryLimit(log logr.Logger, children int64) {
 	soft, cgroupLimit, err := goMemoryLimit("/", os.LookupEnv)
 	switch {
 	case err != nil:
 		log.Info("no memory limit set: cannot read the cgroup memory limit", "error", err.Error())
 	case soft > 0:
+		soft = agentShare(soft, cgroupLimit, children)
 		debug.SetMemoryLimit(soft)
-		log.Info("memory limit set from the cgroup", "cgroupLimitBytes", cgroupLimit, "goMemLimitBytes", soft)
+		log.Info("memory limit set from the cgroup", "cgroupLimitBytes", cgroupLimit, "goMemLimitBytes", soft, "renderChildrenBytes", children)
 	}
+}
+
+// agentShare is the agent's own soft limit when render children, up to
+// children bytes together, share its cgroup: what is left of soft, but
+// never below a quarter of the cgroup's limit (an operator who gave the
+// children more than the container has gets a warning from the kernel,
+// not an agent that collects garbage all the time).
+func agentShare(soft, cgroupLimit, children int64) int64 {
+	return max(soft-children, cgroupLimit/4)
 }
 
 // goMemoryLimit returns the soft limit setMemoryLimit sets (0: leave the

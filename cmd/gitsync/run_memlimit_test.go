@@ -107,3 +107,21 @@ func TestGoMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestAgentShare(t *testing.T) {
+	const mi = 1 << 20
+	for _, tt := range []struct {
+		name                          string
+		soft, limit, children, wantMi int64
+	}{
+		{name: "the chart's defaults: two children of 128 MiB in 512 MiB", soft: 460 * mi, limit: 512 * mi, children: 256 * mi, wantMi: 204},
+		{name: "no children", soft: 460 * mi, limit: 512 * mi, children: 0, wantMi: 460},
+		{name: "children larger than the container: a quarter", soft: 460 * mi, limit: 512 * mi, children: 1024 * mi, wantMi: 128},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := agentShare(tt.soft, tt.limit, tt.children) / mi; got != tt.wantMi {
+				t.Errorf("agentShare = %d MiB, want %d", got, tt.wantMi)
+			}
+		})
+	}
+}

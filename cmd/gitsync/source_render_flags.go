@@ -30,6 +30,8 @@ type RenderFlags struct {
 	ReleaseName string
 	// Ignore are extra ignore rules, one per flag, as spec.ignore lines.
 	Ignore []string
+	// Limits are the render budget, as gitsync run's.
+	Limits RenderLimitFlags
 
 	// defaultRelease and namespace are set by the command: its --name and the
 	// namespace objects without one go to (.Release.Namespace).
@@ -44,6 +46,7 @@ func (o *RenderFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.HelmSet, "helm-set", nil, "Value for a Helm chart directory in helm --set syntax, e.g. image.tag=1.2 (repeatable; wins over --helm-values).")
 	fs.StringVar(&o.ReleaseName, "release-name", "", "Release name a Helm chart directory's templates see (default: --name, else the chart's name).")
 	fs.StringArrayVar(&o.Ignore, "ignore", nil, "Extra ignore rule in .gitignore syntax, from the repository root (repeatable), as spec.ignore; .gitsyncignore files are read too.")
+	o.Limits.AddFlags(fs, false)
 }
 
 // settings turns the flags into render settings. root is the confinement

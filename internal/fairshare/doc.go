@@ -2,8 +2,8 @@
 // render children) among owners (tenants: GitSync namespaces) so that no
 // owner holds more than its share while others wait.
 //
-// Contract: at most Total slots are held at once, and at most Share(Total)
-// by one owner (half, at least one). A TryAcquire that is refused records
+// Contract: at most Total slots are held at once, and at most a share of
+// them by one owner (by default Share(Total): half, at least one). A TryAcquire that is refused records
 // its waiter and returns at once; when a slot the waiter could take frees,
 // the waiter is handed to the OnFree callback exactly once (the caller
 // requeues it), so nobody holds a slot or a goroutine, or polls, while it

@@ -28,12 +28,17 @@ type waiter[W comparable] struct {
 	w     W
 }
 
-// New shares total slots (at least 1); onFree, which may be nil, receives
-// each refused waiter once a slot it may take frees. It is called without
-// the Limiter's lock held.
-func New[W comparable](total int, onFree func(W)) *Limiter[W] {
+// New shares total slots (at least 1), at most share (1..total; 0 means
+// Share(total)) per owner; onFree, which may be nil, receives each refused
+// waiter once a slot it may take frees. It is called without the Limiter's
+// lock held.
+func New[W comparable](total, share int, onFree func(W)) *Limiter[W] {
 	total = max(1, total)
-	return &Limiter[W]{total: total, share: Share(total), onFree: onFree, held: map[string]int{}, freed: make(chan struct{})}
+	if share <= 0 {
+		share = Share(total)
+	}
+	share = min(share, total)
+	return &Limiter[W]{total: total, share: share, onFree: onFree, held: map[string]int{}, freed: make(chan struct{})}
 }
 
 // Total is the number of slots shared.

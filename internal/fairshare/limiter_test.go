@@ -3,6 +3,7 @@ package fairshare_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,7 +103,7 @@ func TestTryAcquire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var woken []string
-			l := fairshare.New(tt.total, func(k string) { woken = append(woken, k) })
+			l := fairshare.New(tt.total, 0, func(k string) { woken = append(woken, k) })
 			releases := map[string]func(){}
 			for i, s := range tt.steps {
 				woken = nil
@@ -128,7 +129,7 @@ func TestTryAcquire(t *testing.T) {
 
 func TestForgetStopsWaiting(t *testing.T) {
 	var woken []string
-	l := fairshare.New(2, func(k string) { woken = append(woken, k) })
+	l := fairshare.New(2, 0, func(k string) { woken = append(woken, k) })
 	release, _ := l.TryAcquire("a", "a/1")
 	if _, ok := l.TryAcquire("a", "a/2"); ok {
 		t.Fatal("a/2 got a second slot of a's share of 1")
@@ -141,7 +142,7 @@ func TestForgetStopsWaiting(t *testing.T) {
 }
 
 func TestAcquireBlocksUntilFreedOrCancelled(t *testing.T) {
-	l := fairshare.New[string](2, nil)
+	l := fairshare.New[string](2, 0, nil)
 	first, err := l.Acquire(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -170,5 +171,20 @@ func TestAcquireBlocksUntilFreedOrCancelled(t *testing.T) {
 	}
 	if l.Held("a") != 0 {
 		t.Errorf("a holds %d slots after every release", l.Held("a"))
+	}
+}
+
+func TestExplicitShare(t *testing.T) {
+	for _, tt := range []struct{ total, share, want int }{{4, 0, 2}, {4, 3, 3}, {4, 9, 4}, {1, 0, 1}} {
+		l := fairshare.New[string](tt.total, tt.share, nil)
+		got := 0
+		for i := range tt.total {
+			if _, ok := l.TryAcquire("a", fmt.Sprint(i)); ok {
+				got++
+			}
+		}
+		if got != tt.want {
+			t.Errorf("New(%d, %d): one owner got %d slots, want %d", tt.total, tt.share, got, tt.want)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func New(opts Options) (*Sandbox, error) {
 		opts.Concurrency = DefaultOptions().Concurrency
 	}
 	opts.Limits = opts.Limits.WithDefaults()
-	return &Sandbox{opts: opts, slots: fairshare.New[struct{}](opts.Concurrency, nil)}, nil
+	return &Sandbox{opts: opts, slots: fairshare.New[struct{}](opts.Concurrency, 0, nil)}, nil
 }
 
 // Render is render.Render of path under root with ropts (its Budget and

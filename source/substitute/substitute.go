@@ -11,6 +11,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/object"
+	"gitsync.dev/gitsync/source/budget"
 )
 
 // namePattern is what a variable name may be.
@@ -51,11 +52,17 @@ func (v *Variables) SensitiveValues() []string {
 	return slices.Compact(out)
 }
 
-// Options says how to treat a reference without a value.
+// Options says how to treat a reference without a value, and how much
+// substitution may add.
 type Options struct {
 	// Strict makes a ${NAME} without a value and without a default an
 	// error; otherwise it becomes the empty string (spec.substituteStrict).
 	Strict bool
+	// Budget is charged with every string substitution builds, before it
+	// is built: a 1 MB variable used 700 times is refused at the charge
+	// that passes the budget, not after 700 MB were allocated. Nil means a
+	// fresh one with budget.DefaultLimits.
+	Budget *budget.Budget
 }
 
 // DefaultOptions is strict, as spec.substituteStrict defaults to true.
@@ -84,6 +91,20 @@ func (e *UndefinedError) Error() string {
 	return fmt.Sprintf("%s: variable %q at %s is not defined and has no default", e.Object, e.Variable, e.Path)
 }
 
+// BudgetError is a substitution refused because what it would build passes
+// the budget (Options.Budget); Err is the *budget.ExceededError.
+type BudgetError struct {
+	Object object.ID
+	Path   string
+	Err    error
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("%s: substitution at %s refused: %v", e.Object, e.Path, e.Err)
+}
+
+func (e *BudgetError) Unwrap() error { return e.Err }
+
 // DuplicateError is two objects that substitution gave one identity.
 type DuplicateError struct {
 	Object object.ID
@@ -103,6 +124,9 @@ func Disabled(obj *unstructured.Unstructured) bool {
 // through. With no variables and non-strict mode nothing can change, but
 // references are still checked in strict mode.
 func Objects(objs []*unstructured.Unstructured, vars Variables, opts Options) (*Result, error) {
+	if opts.Budget == nil {
+		opts.Budget = budget.New(budget.DefaultLimits())
+	}
 	res := &Result{Objects: make([]*unstructured.Unstructured, len(objs)), Sensitive: map[object.ID][]string{}}
 	seen := make(map[object.ID]bool, len(objs))
 	for i, obj := range objs {
@@ -218,45 +242,68 @@ func (w *walker) visit(parent any, key any, v any, path string) (bool, error) {
 }
 
 // expand replaces the references in s. It reports whether s changed and
-// whether a sensitive variable went into it.
+// whether a sensitive variable went into it. The result's size is known
+// before it is built and charged to the budget first; the probe (write
+// unset) builds nothing.
 func (w *walker) expand(s, path string) (string, bool, bool, error) {
 	if !strings.Contains(s, "${") {
 		return s, false, false, nil
 	}
+	size, changed, sensitive, err := w.scan(s, path, nil)
+	if err != nil || !changed || !w.write {
+		return s, changed, sensitive, err
+	}
+	if err := w.opts.Budget.Charge(budget.StageSubstitute, int64(size)); err != nil {
+		return "", false, false, &BudgetError{Object: w.id, Path: path, Err: err}
+	}
 	var b strings.Builder
-	changed, sensitive := false, false
+	b.Grow(size)
+	w.scan(s, path, &b)
+	return b.String(), changed, sensitive, nil
+}
+
+// scan walks the references in s, writing the result to b when b is set,
+// and returns the result's size.
+func (w *walker) scan(s, path string, b *strings.Builder) (int, bool, bool, error) {
+	size, changed, sensitive := 0, false, false
+	out := func(p string) {
+		size += len(p)
+		if b != nil {
+			b.WriteString(p)
+		}
+	}
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
-			b.WriteString(s)
+			out(s)
 			break
 		}
 		if i > 0 && s[i-1] == '$' { // "$${": the escape, one "$" is dropped
-			b.WriteString(s[:i-1])
-			b.WriteString("${")
+			out(s[:i-1])
+			out("${")
 			s, changed = s[i+2:], true
 			continue
 		}
-		b.WriteString(s[:i])
+		out(s[:i])
 		end := strings.IndexByte(s[i:], '}')
 		if end < 0 {
-			b.WriteString(s[i:])
+			out(s[i:])
 			break
 		}
 		ref := s[i+2 : i+end]
 		val, ok, sens, err := w.resolve(ref, path)
 		if err != nil {
-			return "", false, false, err
+			return 0, false, false, err
 		}
 		if !ok { // not a variable reference: keep it as written
-			b.WriteString(s[i : i+end+1])
+			out(s[i : i+end+1])
 		} else {
-			b.WriteString(val)
+			out(val)
 			changed, sensitive = true, sensitive || sens
 		}
 		s = s[i+end+1:]
 	}
-	return b.String(), changed, sensitive, nil
+	return size, changed, sensitive, nil
 }
 
 // resolve returns the value of one reference's content ("NAME" or
