@@ -142,6 +142,14 @@ type agentOptions struct {
 	concurrent int
 	// limits, when set, replaces Options.Limits (retries, Git hosts).
 	limits *controller.Limits
+	// alsoNamespaces are more namespaces the agent serves beside namespace.
+	alsoNamespaces []string
+	// render, when set, is the revision cache's renderer; nil renders
+	// in-process with render.DefaultOptions.
+	render source.RenderFunc
+	// fairShare keeps the agent's per-namespace share of the workers
+	// (Options.NamespaceShare's default); other tests run without it.
+	fairShare bool
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -156,6 +164,9 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	}
 	cfg.WrapTransport = a.count.wrap
 	byObject := cache.ByObject{Namespaces: map[string]cache.Config{o.namespace: {}}}
+	for _, ns := range o.alsoNamespaces {
+		byObject.Namespaces[ns] = cache.Config{}
+	}
 	if o.shard != "" {
 		sel, err := labels.Parse(o.shard)
 		if err != nil {
@@ -177,14 +188,15 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcCache, err := source.NewCache(source.CacheOptions{
-		Fetcher: fetcher,
-		Render: func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error) {
+	renderer := o.render
+	if renderer == nil {
+		renderer = func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error) {
 			opts := render.DefaultOptions()
 			opts.Settings = s
 			return render.Render(ctx, root, path, opts)
-		},
-	})
+		}
+	}
+	srcCache, err := source.NewCache(source.CacheOptions{Fetcher: fetcher, Render: renderer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +214,9 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	}
 	if o.limits != nil {
 		opts.Limits = *o.limits
+	}
+	if !o.fairShare {
+		opts.NamespaceShare = -1
 	}
 	if !o.strictEgress {
 		opts.AllowLocalSources = true
