@@ -115,6 +115,8 @@ func BenchmarkRenderBombs(b *testing.B) {
 	rss, anon := peak.stop()
 	b.ReportMetric(rss, "peak-tree-rss-MiB")
 	b.ReportMetric(anon, "peak-tree-anon-MiB")
+	b.ReportMetric(peak.agentAnon, "peak-agent-anon-MiB")
+	b.ReportMetric(peak.childAnon, "peak-children-anon-MiB")
 	b.ReportMetric(firstApply.Seconds(), "s-b-first-apply")
 	b.ReportMetric(newCommit.Seconds(), "s-b-new-commit")
 	b.ReportMetric(idleCPU.Seconds()/3, "cores-after-timeout")
@@ -190,12 +192,14 @@ func waitStalled(b *testing.B, c client.Client, keys []client.ObjectKey, timeout
 
 // treeSampler samples the memory of a process and its children.
 type treeSampler struct {
-	mu            sync.Mutex
-	rss, anon     float64
-	kids, maxKids int
-	done          chan struct{}
-	once          sync.Once
-	wg            sync.WaitGroup
+	mu sync.Mutex
+	// Peaks, in MiB: of the whole tree, and of the agent and its children
+	// apart.
+	rss, anon, agentAnon, childAnon float64
+	kids, maxKids                   int
+	done                            chan struct{}
+	once                            sync.Once
+	wg                              sync.WaitGroup
 }
 
 func sampleTree(pid int) *treeSampler {
@@ -218,17 +222,21 @@ func sampleTree(pid int) *treeSampler {
 }
 
 func (s *treeSampler) sample(pid int) {
-	var rss, anon float64
+	var rss, anon, agentAnon float64
 	pids := append([]int{pid}, childPIDs(pid)...)
-	for _, p := range pids {
+	for i, p := range pids {
 		if m, err := procStatus(p); err == nil {
 			rss += m["VmRSS:"]
 			anon += m["RssAnon:"]
+			if i == 0 {
+				agentAnon = m["RssAnon:"]
+			}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rss, s.anon = max(s.rss, rss), max(s.anon, anon)
+	s.agentAnon, s.childAnon = max(s.agentAnon, agentAnon), max(s.childAnon, anon-agentAnon)
 	s.kids = len(pids) - 1
 	s.maxKids = max(s.maxKids, s.kids)
 }

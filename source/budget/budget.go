@@ -16,8 +16,9 @@ type Limits struct {
 	// stream), and separately those substitution and decryption add to one
 	// sync. It bounds what the agent itself must hold.
 	OutputBytes int64
-	// Memory caps the data segment of a render child (RLIMIT_DATA): what a
-	// template may allocate before it produces a byte of output, such as
+	// Memory caps how much a render child's address space may grow
+	// (RLIMIT_AS above what it has at start): what a template may allocate
+	// before it produces a byte of output, such as
 	// `repeat 400 (repeat 1048576 "x")`.
 	Memory int64
 	// CPU caps the CPU time of a render child (RLIMIT_CPU as the kernel's

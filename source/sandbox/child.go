@@ -55,7 +55,7 @@ func serveChild(version, limitsJSON string, in io.Reader, out, errs io.Writer) i
 		fmt.Fprintf(errs, "render child: limits not set: %v\n", err)
 		return exitProtocol
 	}
-	// The heap's soft limit below RLIMIT_DATA, so the collector works
+	// The heap's soft limit below RLIMIT_AS, so the collector works
 	// before the kernel refuses (stacks and runtime data count there too).
 	debug.SetMemoryLimit(lim.Memory / 4 * 3)
 	req, err := decodeRequest(in)

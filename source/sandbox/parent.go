@@ -111,7 +111,7 @@ func (s *Sandbox) outcome(ctx, deadline context.Context, ps *os.ProcessState, st
 }
 
 // outOfMemory reports whether the Go runtime said it ran out of memory,
-// or could not start a thread, which under RLIMIT_DATA means the same: the
+// or could not start a thread, which under RLIMIT_AS means the same: the
 // thread's stack did not fit.
 func outOfMemory(stderr string) bool {
 	for _, s := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {

@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,30 +27,55 @@ func childAttr() *syscall.SysProcAttr {
 // killGroup kills the child's process group.
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 
-// limitSelf sets the child's own limits: RLIMIT_DATA (the Go heap is
-// private anonymous memory, which it counts; the runtime's address space
-// reservations are not, so RLIMIT_AS would refuse far earlier than the
-// heap's size), and RLIMIT_CPU with the hard limit a second past the soft
+// limitSelf sets the child's own limits. Memory is RLIMIT_AS at the
+// address space the child has now plus l.Memory: a Go program's untouched
+// reservations (arena hints, page summaries, ~1.3 GiB for the agent's
+// binary) count there from the start, so only the growth is limited, and
+// the heap grows by reserving address space (64 MiB arenas) before it
+// touches it. RLIMIT_DATA does not work for Go: the runtime maps heap pages
+// with MAP_FIXED over its own PROT_NONE reservations, which the kernel's
+// data limit lets through, so a 400 MiB string was built under a 128 MiB
+// RLIMIT_DATA, while its writable bookkeeping (~90 MiB of VmData untouched)
+// counted. CPU is RLIMIT_CPU with the hard limit a second past the soft
 // one: at the soft limit SIGXCPU ends the child with exitCPU, and the hard
 // one is the kernel's SIGKILL should that not happen.
 func limitSelf(l budget.Limits) error {
-	mem := uint64(l.Memory)
-	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: mem, Max: mem}); err != nil {
-		return err
-	}
-	cpu := uint64((l.CPU + time.Second - 1) / time.Second)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGXCPU)
 	go func() {
 		<-sig
 		os.Exit(exitCPU)
 	}()
+	size, err := addressSpace()
+	if err != nil {
+		return err
+	}
+	as := size + uint64(l.Memory)
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+		return err
+	}
+	cpu := uint64((l.CPU + time.Second - 1) / time.Second)
 	return syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cpu + 1})
+}
+
+// addressSpace is the size of the process's address space, in bytes
+// (/proc/self/statm's first field, in pages).
+func addressSpace() (uint64, error) {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	pages, _, _ := strings.Cut(string(data), " ")
+	n, err := strconv.ParseUint(pages, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/self/statm: %w", err)
+	}
+	return n * uint64(os.Getpagesize()), nil
 }
 
 // childStackBytes is the thread stack size of a render child built with
 // cgo, where C's threads (and so the Go runtime's) get stacks of
-// RLIMIT_STACK, 8 MiB by default, which RLIMIT_DATA counts: ten threads
+// RLIMIT_STACK, 8 MiB by default, which RLIMIT_AS counts: ten threads
 // would take 80 MiB of a 128 MiB budget without touching a page of it.
 const childStackBytes = 1 << 20
 

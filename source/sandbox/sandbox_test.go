@@ -154,7 +154,7 @@ func TestChildRendersAsRenderDoes(t *testing.T) {
 // by the child's memory limit, long before it could produce output, and
 // reported as the memory budget; the child is gone.
 //
-// Checked by removing the RLIMIT_DATA in proc_linux.go: the child then
+// Checked by removing the RLIMIT_AS in proc_linux.go: the child then
 // builds the 400 MiB string (what took the agent to 3.5 GiB) and spins on it
 // until its CPU budget ends it.
 func TestRepeatBomb(t *testing.T) {
