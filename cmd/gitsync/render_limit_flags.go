@@ -29,7 +29,7 @@ func (f *RenderLimitFlags) AddFlags(fs *pflag.FlagSet, concurrency bool) {
 	f.Limits = d.Limits
 	fs.DurationVar(&f.Limits.Wall, "render-timeout", d.Limits.Wall, "Deadline of one render of a kustomization or Helm chart, which runs in a child process; at it the child is killed, so it uses no CPU afterwards.")
 	fs.DurationVar(&f.Limits.CPU, "render-cpu", d.Limits.CPU, "CPU time one render child may use (RLIMIT_CPU).")
-	fs.Var(bytesFlag{&f.Limits.Memory}, "render-memory", "Memory one render child may use (RLIMIT_DATA), e.g. 128Mi; a template that allocates more fails with a memory budget error.")
+	fs.Var(bytesFlag{&f.Limits.Memory}, "render-memory", "Memory one render child may grow by (RLIMIT_AS above what it starts with), e.g. 128Mi; a template that allocates more fails with a memory budget error.")
 	fs.Var(bytesFlag{&f.Limits.OutputBytes}, "render-output-bytes", "Output one render may produce, counted while it is produced (decoded YAML, kustomize and Helm output), and what substitution and decryption may add to one sync, e.g. 16Mi.")
 	if concurrency {
 		f.Concurrency = d.Concurrency
