@@ -7,6 +7,8 @@
 // is read from outside the checkout root (paths, symlinks and kustomize
 // references are confined; kustomize never reaches the network); the bytes,
 // files, objects and YAML alias expansion of one render are bounded
-// (Options); an error about input that may hold a Secret names the file,
-// line and generator, never the content (render_secret.go).
+// (Options), and every byte its stages produce is charged to Options.Budget
+// as it is produced (package budget); an error about input that may hold a
+// Secret names the file, line and generator, never the content
+// (render_secret.go).
 package render

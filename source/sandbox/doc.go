@@ -7,9 +7,9 @@
 // executable started again with an environment marker, which this package's
 // init function recognises (every binary importing the package, the agent's
 // and each test binary, can serve as the child). The child sets its own
-// limits before it reads the request: RLIMIT_AS (above what it has) and a Go memory limit for
-// memory, RLIMIT_CPU for CPU time, GOMAXPROCS=1; then it renders and streams
-// the result back. The parent counts the bytes it reads against the output
+// limits before it reads the request: RLIMIT_AS above the address space it
+// has (and a Go memory limit) for memory, RLIMIT_CPU for CPU time,
+// GOMAXPROCS=1; then it renders and streams the result back. The parent counts the bytes it reads against the output
 // budget, kills the child's process group at the deadline or at the first
 // byte over the budget, and reaps it before it returns, so a render that was
 // stopped uses no CPU afterwards.

@@ -11,6 +11,10 @@
 // content is not a variable name (shell's ${1}, ${#list[@]}, ${a.b}) is left
 // as it is.
 //
+// Every string substitution builds is charged to Options.Budget before it
+// is built, so a large variable used many times is refused at the charge
+// that passes the budget (a *BudgetError), not after the memory is spent.
+//
 // Input objects are never modified (they may be shared by several GitSyncs
 // through the render cache): an object that changes is deep-copied first.
 // Errors name the object, the field path and the variable, never a value.
