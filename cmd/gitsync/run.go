@@ -153,7 +153,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.IntVar(&o.Limits.RetryBurst, "retry-burst", o.Limits.RetryBurst, "Burst of the retry bucket (--retry-qps).")
 	fs.IntVar(&o.Limits.GitHostConcurrency, "git-host-concurrency", o.Limits.GitHostConcurrency, "Connections the agent's Git traffic (ls-remotes, fetches) may hold open to one host address at once; 0 means no limit.")
 	o.Render.AddFlags(fs, true)
-	fs.IntVar(&o.NamespaceShare, "namespace-share", 0, "Most GitSyncs of one namespace reconciled at once, so one tenant's slow renders cannot hold every worker (default: half of --concurrent, at least 1; --concurrent or more: no limit).")
+	fs.IntVar(&o.NamespaceShare, "namespace-share", 0, "Most GitSyncs of one namespace reconciled at once while another namespace waits, so one tenant's slow renders cannot hold every worker; a namespace alone may use all workers but one (default: half of --concurrent, at least 1; --concurrent or more: no limit).")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a revision that renders more objects than this (checked while rendering, so memory stays bounded); a GitSync's spec.maxObjects may only lower it.")
 	fs.BoolVar(&o.AllowKubeconfigExec, "allow-kubeconfig-exec", false, "Allow exec credential plugins in spec.kubeConfig kubeconfigs.")
 	fs.BoolVar(&o.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")

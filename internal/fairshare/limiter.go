@@ -18,8 +18,8 @@ type Limiter[W comparable] struct {
 	mu      sync.Mutex
 	inUse   int
 	held    map[string]int
-	waiting []waiter[W] // in arrival order, each waiter once
-	blocked int         // Acquire calls waiting
+	waiting []waiter[W]    // in arrival order, each waiter once
+	blocked map[string]int // Acquire calls waiting, by owner
 	freed   chan struct{}
 }
 
@@ -38,7 +38,7 @@ func New[W comparable](total, share int, onFree func(W)) *Limiter[W] {
 		share = Share(total)
 	}
 	share = min(share, total)
-	return &Limiter[W]{total: total, share: share, onFree: onFree, held: map[string]int{}, freed: make(chan struct{})}
+	return &Limiter[W]{total: total, share: share, onFree: onFree, held: map[string]int{}, blocked: map[string]int{}, freed: make(chan struct{})}
 }
 
 // Total is the number of slots shared.
@@ -69,14 +69,16 @@ func (l *Limiter[W]) Acquire(ctx context.Context, owner string) (release func(),
 			return l.releaser(owner), nil
 		}
 		freed := l.freed
-		l.blocked++
+		l.blocked[owner]++
 		l.mu.Unlock()
 		select {
 		case <-ctx.Done():
 		case <-freed:
 		}
 		l.mu.Lock()
-		l.blocked--
+		if l.blocked[owner]--; l.blocked[owner] == 0 {
+			delete(l.blocked, owner)
+		}
 		l.mu.Unlock()
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -96,7 +98,11 @@ func (l *Limiter[W]) Forget(w W) {
 func (l *Limiter[W]) Waiting() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.waiting) + l.blocked
+	n := len(l.waiting)
+	for _, b := range l.blocked {
+		n += b
+	}
+	return n
 }
 
 // Held returns the slots owner holds.
@@ -106,8 +112,33 @@ func (l *Limiter[W]) Held(owner string) int {
 	return l.held[owner]
 }
 
+// canTake reports whether owner may take a slot now: a free one, under its
+// share; or past its share while nobody else waits and one slot stays free
+// besides (so an owner alone keeps all but one slot busy, and another
+// owner's first work always finds that one free).
 func (l *Limiter[W]) canTake(owner string) bool {
-	return l.inUse < l.total && l.held[owner] < l.share
+	switch {
+	case l.inUse >= l.total:
+		return false
+	case l.held[owner] < l.share:
+		return true
+	}
+	return l.inUse < l.total-1 && !l.othersWait(owner)
+}
+
+// othersWait reports whether an owner other than owner waits for a slot.
+func (l *Limiter[W]) othersWait(owner string) bool {
+	for _, x := range l.waiting {
+		if x.owner != owner {
+			return true
+		}
+	}
+	for o := range l.blocked {
+		if o != owner {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *Limiter[W]) take(owner string) {

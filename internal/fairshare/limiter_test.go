@@ -35,19 +35,35 @@ func TestTryAcquire(t *testing.T) {
 		steps []step
 	}{
 		{
-			name: "an owner holds at most half the slots; others still get theirs", total: 4,
+			name: "an owner alone may go past its share, leaving one slot free", total: 4,
 			steps: []step{
 				{acquire: "a/1", owner: "a", wantOK: true},
 				{acquire: "a/2", owner: "a", wantOK: true},
-				{acquire: "a/3", owner: "a", wantOK: false},
-				{acquire: "b/1", owner: "b", wantOK: true},
+				{acquire: "a/3", owner: "a", wantOK: true},
 				{acquire: "a/4", owner: "a", wantOK: false},
+				{acquire: "b/1", owner: "b", wantOK: true},
+				{acquire: "b/2", owner: "b", wantOK: false},
+			},
+		},
+		{
+			name: "while another owner waits, nobody goes past its share", total: 4,
+			steps: []step{
+				{acquire: "a/1", owner: "a", wantOK: true},
+				{acquire: "a/2", owner: "a", wantOK: true},
+				{acquire: "b/1", owner: "b", wantOK: true},
+				{acquire: "b/2", owner: "b", wantOK: true},
+				{acquire: "c/1", owner: "c", wantOK: false},
+				{release: "b/2", wantWoken: []string{"c/1"}},
+				{acquire: "a/3", owner: "a", wantOK: false},
 				{acquire: "c/1", owner: "c", wantOK: true},
+				{release: "c/1"},
+				{release: "a/1", wantWoken: []string{"a/3"}},
 			},
 		},
 		{
 			name: "a freed slot wakes the first waiter of its owner, once", total: 4,
 			steps: []step{
+				{acquire: "b/1", owner: "b", wantOK: true},
 				{acquire: "a/1", owner: "a", wantOK: true},
 				{acquire: "a/2", owner: "a", wantOK: true},
 				{acquire: "a/3", owner: "a", wantOK: false},
@@ -60,6 +76,21 @@ func TestTryAcquire(t *testing.T) {
 			},
 		},
 		{
+			name: "another owner's release wakes nobody who is still at its share", total: 4,
+			steps: []step{
+				{acquire: "b/1", owner: "b", wantOK: true},
+				{acquire: "c/1", owner: "c", wantOK: true},
+				{acquire: "a/1", owner: "a", wantOK: true},
+				{acquire: "a/2", owner: "a", wantOK: true},
+				{acquire: "a/3", owner: "a", wantOK: false},
+				{acquire: "b/2", owner: "b", wantOK: false},
+				{release: "c/1", wantWoken: []string{"b/2"}},
+				{acquire: "b/2", owner: "b", wantOK: true},
+				{release: "b/2"},
+				{release: "a/2", wantWoken: []string{"a/3"}},
+			},
+		},
+		{
 			name: "a refused waiter is recorded once however often it asks", total: 2,
 			steps: []step{
 				{acquire: "a/1", owner: "a", wantOK: true},
@@ -68,17 +99,6 @@ func TestTryAcquire(t *testing.T) {
 				{release: "a/1", wantWoken: []string{"a/2"}},
 				{acquire: "b/1", owner: "b", wantOK: true},
 				{release: "b/1"},
-			},
-		},
-		{
-			name: "another owner's release wakes nobody who is still at its share", total: 4,
-			steps: []step{
-				{acquire: "a/1", owner: "a", wantOK: true},
-				{acquire: "a/2", owner: "a", wantOK: true},
-				{acquire: "a/3", owner: "a", wantOK: false},
-				{acquire: "b/1", owner: "b", wantOK: true},
-				{release: "b/1"},
-				{release: "a/2", wantWoken: []string{"a/3"}},
 			},
 		},
 		{
@@ -174,8 +194,11 @@ func TestAcquireBlocksUntilFreedOrCancelled(t *testing.T) {
 	}
 }
 
+// TestExplicitShare: an owner alone takes its share and more, all but one
+// slot (the one another owner's first work will find), or all of them when
+// its share is all.
 func TestExplicitShare(t *testing.T) {
-	for _, tt := range []struct{ total, share, want int }{{4, 0, 2}, {4, 3, 3}, {4, 9, 4}, {1, 0, 1}} {
+	for _, tt := range []struct{ total, share, want int }{{4, 0, 3}, {4, 3, 3}, {4, 9, 4}, {1, 0, 1}, {2, 0, 1}} {
 		l := fairshare.New[string](tt.total, tt.share, nil)
 		got := 0
 		for i := range tt.total {
