@@ -247,9 +247,12 @@ func (r *Receiver) dispatch(ctx context.Context, p webhookProvider, h http.Heade
 		}
 		return
 	}
-	// Scoped to the sources it verified for: the same payload sent by two
-	// hooks with different secrets is two deliveries, not a replay.
-	scope := d.Provider
+	// Scoped to the sources it verified for, never to the endpoint: the same
+	// payload sent by two hooks with different secrets is two deliveries,
+	// but one delivery posted again to another provider's endpoint (GitHub's
+	// body and HMAC presented as Gitea's, which differ only in spelling) is
+	// the same delivery.
+	var scope string
 	for _, t := range verified {
 		scope += "\x00" + t.Key
 	}

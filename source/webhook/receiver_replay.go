@@ -53,7 +53,8 @@ type Delivery struct {
 // deliveryKeys identify one delivery for replay detection: the host's
 // delivery ID header when it sent one, and a digest of what the signature
 // covers. The ID alone is not enough, since hosts do not sign it: a replay
-// with a fresh ID still carries the same signed content.
+// with a fresh ID still carries the same signed content. Neither key names
+// the provider, so a delivery posted to several endpoints counts once.
 func deliveryKeys(id string, signed []byte) []string {
 	sum := sha256.Sum256(signed)
 	keys := []string{"content:" + hex.EncodeToString(sum[:])}

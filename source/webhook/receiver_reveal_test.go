@@ -163,35 +163,40 @@ func TestReceiverReplays(t *testing.T) {
 			[]string{"ns/generic-any", "ns/generic-any", "ns/generic-main", "ns/generic-main"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakePassiveClock(testNow)
-			rec, obs := &recorder{}, &observed{}
-			opts := DefaultOptions()
-			opts.Lookup, opts.Enqueue, opts.Observe, opts.Clock = lookupIndex(testSources), rec.Enqueue, obs.Observe, clk
-			rcv, err := NewReceiver(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(rcv)
-			t.Cleanup(srv.Close)
-			var want, got []Result
-			for _, s := range tt.steps {
-				clk.SetTime(clk.Now().Add(s.after))
-				if status, _ := post(t, srv.URL+s.path, s.headers, bytes.NewReader(s.body)); status != http.StatusAccepted {
-					t.Errorf("status %d, want 202", status)
-				}
-				want = append(want, s.result)
-			}
-			for _, d := range obs.All() {
-				got = append(got, d.Result)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("results (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, rec.Keys()); diff != "" {
-				t.Errorf("enqueued (-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runReplaySteps(t, tt.steps, tt.want) })
+	}
+}
+
+// runReplaySteps posts steps in order to one receiver over testSources and
+// checks each step's observed result and, at the end, every key enqueued.
+func runReplaySteps(t *testing.T, steps []replayStep, wantKeys []string) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(testNow)
+	rec, obs := &recorder{}, &observed{}
+	opts := DefaultOptions()
+	opts.Lookup, opts.Enqueue, opts.Observe, opts.Clock = lookupIndex(testSources), rec.Enqueue, obs.Observe, clk
+	rcv, err := NewReceiver(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	var want, got []Result
+	for _, s := range steps {
+		clk.SetTime(clk.Now().Add(s.after))
+		if status, _ := post(t, srv.URL+s.path, s.headers, bytes.NewReader(s.body)); status != http.StatusAccepted {
+			t.Errorf("status %d, want 202", status)
+		}
+		want = append(want, s.result)
+	}
+	for _, d := range obs.All() {
+		got = append(got, d.Result)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantKeys, rec.Keys()); diff != "" {
+		t.Errorf("enqueued (-want +got):\n%s", diff)
 	}
 }
 
