@@ -14,6 +14,9 @@
 //   - Test hooks (helm.sh/hook: test, test-success) are dropped; other hooks are
 //     kept as plain objects, applied with the rest. NOTES.txt and partials are
 //     not objects. No release or release Secret is ever written.
-//   - Output is bytes per manifest document, named by its path in the
-//     repository; decoding, validation and the object caps stay with the caller.
+//   - Output is what Helm hands to the cluster, named by its path in the
+//     repository: each template document as `helm template` prints it
+//     (trimmed, then ended by one newline, so a block scalar that ends a
+//     template keeps its final line break), each CRD file whole; decoding,
+//     validation and the object caps stay with the caller.
 package helm

@@ -70,12 +70,15 @@ func (o Options) Digest() string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// Manifest is one rendered YAML document.
+// Manifest is one rendered YAML document, or one file of the chart's crds/.
 type Manifest struct {
 	// Path names where it came from: the template's (or CRD file's) path in
 	// the repository when the chart is a directory; inside a packaged
 	// subchart, the path it would have if unpacked.
 	Path string
-	// Data is the document, without separators.
+	// Data is what Helm hands to the cluster, as `helm template` prints it:
+	// for a template, one document, without separators, trimmed and ended
+	// by one newline; for a CRD file, the whole file as it is (it may hold
+	// several "---"-separated documents), ended by a newline.
 	Data []byte
 }

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,7 +99,7 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 	out := &output{dir: dir, budget: opts.Budget}
 	if opts.IncludeCRDs {
 		for _, crd := range c.CRDObjects() {
-			if err := out.addFile(crd.Filename, string(crd.File.Data), false); err != nil {
+			if err := out.addCRDFile(crd.Filename, crd.File.Data); err != nil {
 				return nil, err
 			}
 		}
@@ -107,7 +108,7 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 		if isNotObject(name) {
 			continue
 		}
-		if err := out.addFile(name, rendered[name], true); err != nil {
+		if err := out.addTemplate(name, rendered[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -151,10 +152,12 @@ type output struct {
 	manifests []Manifest
 }
 
-// addFile splits one rendered file (named "<chart>/..." as Helm names it)
-// into documents. Test hooks are dropped when dropTests is set (CRD files
-// are not templates and cannot be hooks).
-func (o *output) addFile(name, content string, dropTests bool) error {
+// addTemplate splits one rendered template (named "<chart>/..." as Helm
+// names it) into documents the way Helm does, test hooks dropped. Helm trims
+// each document and writes it followed by one newline (`helm template`, and
+// the release manifest `helm install` applies), so a block scalar that ends
+// the file keeps its final line break: each document gets that newline too.
+func (o *output) addTemplate(name, content string) error {
 	if strings.TrimSpace(content) == "" {
 		return nil
 	}
@@ -162,14 +165,36 @@ func (o *output) addFile(name, content string, dropTests bool) error {
 	docs := releaseutil.SplitManifests(content)
 	for _, k := range slices.SortedFunc(maps.Keys(docs), compareSplitKeys) {
 		doc := docs[k]
-		if dropTests && isTestHook(doc) {
+		if isTestHook(doc) {
 			continue
 		}
-		if err := o.budget.Charge(budget.StageHelm, int64(len(doc))); err != nil {
-			return &Error{Path: p, Detail: "rendered manifests too large", Err: err}
+		if err := o.add(p, []byte(doc+"\n")); err != nil {
+			return err
 		}
-		o.manifests = append(o.manifests, Manifest{Path: p, Data: []byte(doc)})
 	}
+	return nil
+}
+
+// addCRDFile adds a file of the chart's crds/ directory whole: Helm applies
+// it as it is (it is not a template, so neither split nor trimmed, and
+// never a hook); `helm template --include-crds` prints it followed by a
+// newline, which is added when missing.
+func (o *output) addCRDFile(name string, data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		data = append(slices.Clip(data), '\n')
+	}
+	return o.add(o.repoPath(name), data)
+}
+
+// add appends one manifest, charged to the render's budget.
+func (o *output) add(p string, data []byte) error {
+	if err := o.budget.Charge(budget.StageHelm, int64(len(data))); err != nil {
+		return &Error{Path: p, Detail: "rendered manifests too large", Err: err}
+	}
+	o.manifests = append(o.manifests, Manifest{Path: p, Data: data})
 	return nil
 }
 

@@ -360,3 +360,36 @@ func TestRenderSchema(t *testing.T) {
 		t.Errorf("the schema's $ref made %d HTTP requests, want 0", n)
 	}
 }
+
+// TestRenderEndsDocumentsAsHelmDoes: a template's documents are trimmed
+// and ended by one newline, as `helm template` prints them and as the
+// release manifest `helm install` applies has them, so a block scalar that
+// ends a template keeps its final line break; a CRD file is handed on
+// whole, as Helm applies it, a newline added when it lacks one.
+//
+// Checked by handing on SplitManifests' documents as they are (the code
+// before): the template's documents then end without a newline.
+func TestRenderEndsDocumentsAsHelmDoes(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"c/Chart.yaml":       "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"c/templates/a.yaml": "kind: A\ndata:\n  conf: |\n    one\n---\nkind: B\ndata:\n  conf: |+\n    two\n\n\n{{- /* the template ends here */ -}}",
+		"c/crds/x.yaml":      "  # indented comment\nkind: X\n---\nkind: Y\nd: |\n  three",
+	})
+	ms, err := Render(context.Background(), openRoot(t, dir), "c", DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Path+": "+string(m.Data))
+	}
+	want := []string{
+		"c/crds/x.yaml:   # indented comment\nkind: X\n---\nkind: Y\nd: |\n  three\n",
+		"c/templates/a.yaml: kind: A\ndata:\n  conf: |\n    one\n",
+		"c/templates/a.yaml: kind: B\ndata:\n  conf: |+\n    two\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("manifests (-want +got):\n%s", diff)
+	}
+}
