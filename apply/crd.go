@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -118,18 +119,42 @@ func (a *Applier) waitEstablished(ctx context.Context, pending map[string]int) (
 }
 
 // waitServed waits until discovery serves the CRD's kind, which can lag
-// behind the Established condition. Discovery cannot be watched, so this is
-// the one place that retries, with exponential backoff, and only right after
-// a CRD was created or changed.
+// behind the Established condition; only right after a CRD was created or
+// changed.
 func (a *Applier) waitServed(ctx context.Context, crd *unstructured.Unstructured) error {
-	gk := crdKind(crd)
-	versions := servedVersions(crd)
-	backoff := wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 64, Cap: time.Second}
-	wctx, cancel := context.WithTimeout(ctx, a.opts.CRDTimeout)
+	return WaitServed(ctx, a.mapper, crdKind(crd), a.opts.CRDTimeout, servedVersions(crd)...)
+}
+
+// NotServedError is a kind discovery did not serve within the wait.
+type NotServedError struct {
+	// Kind is the kind waited for.
+	Kind schema.GroupKind
+	// Err is the last mapping error (a NoMatch, or a failed discovery of the
+	// group) joined with the wait's own.
+	Err error
+}
+
+func (e *NotServedError) Error() string {
+	return fmt.Sprintf("kind %s not served by discovery: %v", e.Kind, e.Err)
+}
+
+func (e *NotServedError) Unwrap() error { return e.Err }
+
+// WaitServed waits until mapper maps kind (in one of versions, the
+// preferred one when none is given), that is until discovery serves it, or
+// timeout passes. Discovery lags behind a CRD's Established condition, more
+// on a loaded apiserver, and cannot be watched, so this is the one place
+// that retries: with exponential backoff from 10 ms to 1 s, asking the
+// mapper, which re-discovers a group it does not know. A NoMatch or a
+// failed discovery of the group is waited out; any other error ends the
+// wait at once. It fails with *NotServedError.
+func WaitServed(ctx context.Context, mapper meta.RESTMapper, kind schema.GroupKind, timeout time.Duration, versions ...string) error {
+	backoff := wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: time.Second} // timeout bounds it
+	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	err := wait.ExponentialBackoffWithContext(wctx, backoff, func(context.Context) (bool, error) {
-		_, last = a.mapper.RESTMapping(gk, versions...)
+		_, last = mapper.RESTMapping(kind, versions...)
 		if last != nil && !meta.IsNoMatchError(last) {
 			var discovery *apiutil.ErrResourceDiscoveryFailed
 			if !errors.As(last, &discovery) {
@@ -139,7 +164,10 @@ func (a *Applier) waitServed(ctx context.Context, crd *unstructured.Unstructured
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("kind %s not served by discovery: %w", gk, errors.Join(err, last))
+		if errors.Is(err, last) {
+			last = nil // said once
+		}
+		return &NotServedError{Kind: kind, Err: errors.Join(err, last)}
 	}
 	return nil
 }

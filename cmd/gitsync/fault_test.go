@@ -53,8 +53,14 @@ func (s *syncBuf) String() string {
 // environment variables, without leader election, until the test ends.
 func startAgentProc(t *testing.T, ns string, extraEnv ...string) *runProc {
 	t.Helper()
+	return startAgentProcOn(t, env.Kubeconfig, ns, extraEnv...)
+}
+
+// startAgentProcOn is startAgentProc against the cluster of kubeconfig.
+func startAgentProcOn(t *testing.T, kubeconfig, ns string, extraEnv ...string) *runProc {
+	t.Helper()
 	addrs := freeAddrs(t, 3)
-	args := []string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
+	args := []string{"run", "--kubeconfig", kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
 		"--metrics-addr", addrs[0], "--health-addr", addrs[1], "--webhook-addr", addrs[2],
 		"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
 	p := &runProc{log: &syncBuf{}, done: make(chan struct{})}

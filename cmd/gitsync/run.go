@@ -21,12 +21,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/source"
@@ -189,6 +191,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := waitServed(ctx, cfg); err != nil {
+		return err
+	}
 	mgr, err := o.newManager(cfg, scheme)
 	if err != nil {
 		return err
@@ -330,8 +335,28 @@ func inCluster() bool {
 	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
 }
 
+// servedTimeout bounds the wait at start for discovery to serve GitSync.
+const servedTimeout = 2 * time.Minute
+
+// waitServed waits, bounded, until discovery serves GitSync. Discovery lags
+// behind the CRD's Established condition (just installed, or installed with
+// the chart), and building the manager already maps GitSync (its cache asks
+// whether the kind is namespaced).
+func waitServed(ctx context.Context, cfg *rest.Config) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return err
+	}
+	gk := gitsyncv1.GroupVersion.WithKind("GitSync").GroupKind()
+	return apply.WaitServed(ctx, mapper, gk, servedTimeout, gitsyncv1.GroupVersion.Version)
+}
+
 // installCRD server-side applies the embedded GitSync CRD and waits until
-// it is Established.
+// it is Established; Run then waits until discovery serves it.
 func installCRD(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
 	crd, err := gitsyncv1.CRD()
 	if err != nil {

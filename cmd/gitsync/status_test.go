@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
 )
 
 var installGitSyncCRD sync.Once
@@ -52,6 +53,11 @@ func statusClient(t *testing.T) client.Client {
 	})
 	c, err := client.New(env.Config, client.Options{Scheme: cliScheme()})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Discovery lags behind Established; this client maps GitSync through it.
+	gk := gitsyncv1.GroupVersion.WithKind("GitSync").GroupKind()
+	if err := apply.WaitServed(ctx, c.RESTMapper(), gk, time.Minute, gitsyncv1.GroupVersion.Version); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
 )
 
 // cluster is the story's view of the demo control plane.
@@ -66,6 +67,11 @@ func (c *cluster) createGitSync(ctx context.Context, url string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("GitSync CRD not established: %w", err)
+	}
+	// Discovery lags behind Established; this client maps GitSync through it.
+	gk := gitsyncv1.GroupVersion.WithKind("GitSync").GroupKind()
+	if err := apply.WaitServed(ctx, c.c.RESTMapper(), gk, time.Minute, gitsyncv1.GroupVersion.Version); err != nil {
+		return err
 	}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}},
