@@ -74,7 +74,9 @@ func validateObject(d decodedObject) (*unstructured.Unstructured, error) {
 			return nil, objectErr(errInvalidObject, d, "metadata.namespace is not a string")
 		}
 	}
-	return &unstructured.Unstructured{Object: m}, nil
+	u := &unstructured.Unstructured{Object: m}
+	normalizeNulls(u.GroupVersionKind(), m) // nulls.go
+	return u, nil
 }
 
 // objectErr is an Error about one decoded object, naming the List item
