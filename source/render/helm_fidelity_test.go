@@ -51,8 +51,9 @@ func byID(objs []*unstructured.Unstructured) map[string]map[string]any {
 
 // TestHelmRenderDecodesAsHelmTemplate: every test chart, rendered by
 // gitsync, decodes to exactly the objects `helm template` prints, read the
-// way kubectl reads a file (sigs.k8s.io/yaml per "---" document): the same
-// values, nulls and trailing newlines included. podinfo's redis.conf, a
+// way kubectl reads a file (sigs.k8s.io/yaml per "---" document, nulls then
+// read as the apiserver reads them on both sides): the same values,
+// trailing newlines included. podinfo's redis.conf, a
 // block scalar that ends its template with no newline after it, keeps its
 // final newline, as Helm's output (and so `helm install`) has it.
 //
