@@ -52,6 +52,12 @@ const (
 	rangeBomb = `{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`
 )
 
+// spinMemory is the memory budget of the tests of the CPU and wall limits:
+// rangeBomb allocates a 100,000-element list per outer step, and how far
+// the child's address space grows before the collector catches up depends
+// on the machine's speed, so the default 128 MiB could stop it first.
+const spinMemory = 1 << 30
+
 // pids records the children a Sandbox started.
 type pids struct {
 	mu   sync.Mutex
@@ -176,7 +182,7 @@ func TestRepeatBomb(t *testing.T) {
 func TestRangeBombCPU(t *testing.T) {
 	repo := writeRepo(t, chart("bomb", rangeBomb))
 	p := newPIDs()
-	s := newSandbox(t, budget.Limits{CPU: time.Second, Wall: time.Minute}, 1, p)
+	s := newSandbox(t, budget.Limits{CPU: time.Second, Wall: time.Minute, Memory: spinMemory}, 1, p)
 	_, err := s.Render(context.Background(), repo, "bomb", render.DefaultOptions())
 	requireOver(t, err, budget.CPU)
 	for _, pid := range p.all() {
@@ -194,7 +200,7 @@ func TestRangeBombCPU(t *testing.T) {
 func TestDeadlineKillsTheChild(t *testing.T) {
 	repo := writeRepo(t, chart("bomb", rangeBomb))
 	p := newPIDs()
-	s := newSandbox(t, budget.Limits{CPU: 10 * time.Minute, Wall: time.Second}, 1, p)
+	s := newSandbox(t, budget.Limits{CPU: 10 * time.Minute, Wall: time.Second, Memory: spinMemory}, 1, p)
 	_, err := s.Render(context.Background(), repo, "bomb", render.DefaultOptions())
 	requireOver(t, err, budget.Wall)
 	pids := p.all()
