@@ -33,3 +33,21 @@ func (r Revision) String() string {
 	b.WriteString(r.Commit)
 	return b.String()
 }
+
+// ParseRevision reads the String form back: "REF@sha1:<commit>" or
+// "sha1:<commit>", as status and events carry it. Only Ref and Commit
+// survive the round trip (URL, Previous and Rewritten are not in the
+// text); ok is false for text of another form, "" included.
+func ParseRevision(s string) (rev Revision, ok bool) {
+	ref, commit, found := strings.Cut(s, "sha1:")
+	if !found || commit == "" || strings.Contains(commit, "sha1:") {
+		return Revision{}, false
+	}
+	if ref != "" {
+		var at bool
+		if ref, at = strings.CutSuffix(ref, "@"); !at || ref == "" {
+			return Revision{}, false
+		}
+	}
+	return Revision{Ref: ref, Commit: commit}, true
+}

@@ -1,0 +1,33 @@
+package git
+
+import "testing"
+
+func TestParseRevision(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	tests := []struct {
+		name string
+		in   string
+		want Revision
+		ok   bool
+	}{
+		{"branch", "main@sha1:" + sha, Revision{Ref: "main", Commit: sha}, true},
+		{"tag with a slash", "release/v1.2@sha1:" + sha, Revision{Ref: "release/v1.2", Commit: sha}, true},
+		{"pinned commit", "sha1:" + sha, Revision{Commit: sha}, true},
+		{"empty", "", Revision{}, false},
+		{"no commit", "main@sha1:", Revision{}, false},
+		{"no marker", "main@" + sha, Revision{}, false},
+		{"ref without @", "mainsha1:" + sha, Revision{}, false},
+		{"two markers", "sha1:a@sha1:" + sha, Revision{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseRevision(tt.in)
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("ParseRevision(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+			if ok && got.String() != tt.in {
+				t.Errorf("String() of the parsed revision = %q, want %q back", got.String(), tt.in)
+			}
+		})
+	}
+}
