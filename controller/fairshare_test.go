@@ -15,6 +15,7 @@ import (
 	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/source/sandbox"
+	"gitsync.dev/gitsync/source/sandbox/sandboxtest"
 )
 
 // rangeBomb is the CPU bomb of issue 24: it spins until it is killed.
@@ -47,6 +48,7 @@ func (r *renders) count(owner string) (started, ended int) {
 // sandbox children, as gitsync run does, noting each render in log; every
 // render still running is stopped (its child killed) when the test ends.
 func sandboxed(t *testing.T, opts sandbox.Options, log *renders) func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error) {
+	opts.Executable = sandboxtest.Child(t)
 	sb, err := sandbox.New(opts)
 	if err != nil {
 		t.Fatal(err)

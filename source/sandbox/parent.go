@@ -44,7 +44,11 @@ func (s *Sandbox) inChild(ctx context.Context, req request, path string) (*rende
 	deadline, cancel := context.WithTimeout(ctx, s.opts.Limits.Wall)
 	defer cancel()
 	var stderr headBuffer
-	cmd := exec.Command(executable)
+	prog := s.opts.Executable
+	if prog == "" {
+		prog = executable
+	}
+	cmd := exec.Command(prog)
 	cmd.Env = []string{childEnv + "=" + childVersion, limitsEnv + "=" + string(lim), "GOMAXPROCS=1", "GOTRACEBACK=none"}
 	cmd.Stdin, cmd.Stderr, cmd.SysProcAttr = bytes.NewReader(in), &stderr, childAttr()
 	cmd.Dir = os.TempDir()

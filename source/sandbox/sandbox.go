@@ -26,6 +26,11 @@ type Options struct {
 	// Finished, when set, is told what each child cost once it is reaped
 	// (benchmarks record it).
 	Finished func(Stats)
+	// Executable is the program started as the child; empty is this
+	// process's own (the gitsync binary). Tests name a child built as the
+	// agent is (sandboxtest.Child): a test binary may be built with the race
+	// detector, whose shadow memory no address-space limit leaves room for.
+	Executable string
 }
 
 // Stats are what one render child cost.

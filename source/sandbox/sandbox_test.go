@@ -18,6 +18,7 @@ import (
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/source/sandbox"
+	"gitsync.dev/gitsync/source/sandbox/sandboxtest"
 )
 
 func writeRepo(t *testing.T, files map[string]string) string {
@@ -84,6 +85,7 @@ func newSandbox(t *testing.T, lim budget.Limits, concurrency int, p *pids) *sand
 	t.Helper()
 	opts := sandbox.DefaultOptions()
 	opts.Limits, opts.Concurrency = lim, concurrency
+	opts.Executable = sandboxtest.Child(t)
 	if p != nil {
 		opts.Started = p.started
 	}

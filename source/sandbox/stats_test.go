@@ -7,6 +7,7 @@ import (
 	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/source/sandbox"
+	"gitsync.dev/gitsync/source/sandbox/sandboxtest"
 )
 
 // BenchmarkChildRender is the cost of rendering a small chart in a child
@@ -26,6 +27,7 @@ func BenchmarkChildRender(b *testing.B) {
 	b.Run("child", func(b *testing.B) {
 		var cpu, rss, n int64
 		opts := sandbox.DefaultOptions()
+		opts.Executable = sandboxtest.Child(b)
 		opts.Finished = func(s sandbox.Stats) { cpu += int64(s.CPU); rss = max(rss, s.PeakRSS); n++ }
 		s, err := sandbox.New(opts)
 		if err != nil {
