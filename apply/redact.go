@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -259,7 +260,7 @@ func secretProblems(desired *unstructured.Unstructured) []string {
 			out = append(out, field+": not a map of keys to strings")
 			continue
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			s, isString := m[k].(string)
 			path := safeField(field + "[" + k + "]")
 			switch {
@@ -276,13 +277,4 @@ func secretProblems(desired *unstructured.Unstructured) []string {
 func isBase64(s string) bool {
 	_, err := base64.StdEncoding.DecodeString(s)
 	return err == nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

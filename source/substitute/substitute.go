@@ -2,6 +2,7 @@ package substitute
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -183,7 +184,7 @@ var skipTop = map[string]bool{"apiVersion": true, "kind": true, "sops": true}
 
 func (w *walker) probe(top map[string]any) (bool, error) {
 	changed := false
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if skipTop[k] {
 			continue
 		}
@@ -219,7 +220,7 @@ func (w *walker) visit(parent any, key any, v any, path string) (bool, error) {
 		return true, nil
 	case map[string]any:
 		changed := false
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			c, err := w.visit(v, k, v[k], path+"."+k)
 			if err != nil {
 				return false, err
@@ -323,13 +324,4 @@ func (w *walker) resolve(ref, path string) (val string, ok, sensitive bool, err 
 		return "", false, false, &UndefinedError{Object: w.id, Path: path, Variable: name}
 	}
 	return "", true, false, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
