@@ -13,8 +13,10 @@ import (
 // Action is what happened (or, in a dry run, would happen) to one object.
 type Action string
 
-// The actions an entry can report. Pruned is set by package inventory, which
-// reuses the ChangeSet for deletions; the Applier never prunes.
+// The actions an entry can report. The Applier never prunes and never sets
+// Pruned: package inventory reports deletions in its own PruneResult, and
+// the CLI adds them to the ChangeSet it prints (as Pruned) so its summary
+// counts them.
 const (
 	Created    Action = "created"
 	Configured Action = "configured"
@@ -50,7 +52,9 @@ type Entry struct {
 }
 
 // ChangeSet is the outcome of one Apply: one entry per object, in the order
-// the objects were given.
+// the objects were given. An entry whose Action is empty was not reached:
+// its wave was held by the WaveGate, or the run stopped before it (a failed
+// earlier stage, an invalid wave annotation).
 type ChangeSet struct {
 	Entries []Entry
 }
