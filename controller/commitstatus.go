@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -258,7 +257,7 @@ func (r *GitSyncReconciler) postCommit(ctx context.Context, rep commitReport) er
 func (r *GitSyncReconciler) commitPostFailed(key types.NamespacedName, rep commitReport, err error, event bool) {
 	ctrl.Log.WithName("commit-status").Info("commit status not posted; syncing goes on", "gitsync", key.String(),
 		"provider", rep.spec.Provider, "commit", rep.status.Commit, "state", string(rep.status.State), "error", err.Error())
-	r.opts.Metrics.observeCommitStatusError(rep.spec.Provider)
+	r.opts.Metrics.ObserveCommitStatusError(rep.spec.Provider)
 	if event {
 		r.recorder.Eventf(rep.gs, nil, corev1.EventTypeWarning, "CommitStatusFailed", "PostCommitStatus", "%s", clip(err.Error()))
 	}
@@ -286,18 +285,4 @@ func (c *commitStatuses) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	delete(c.byKey, key)
 	c.mu.Unlock()
-}
-
-func newCommitStatusErrors() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gitsync_commit_status_errors_total",
-		Help: "Commit statuses (spec.commitStatus) the Git host did not accept or could not be asked for, by provider. Syncing goes on; the post is tried again at the next reconcile.",
-	}, []string{"provider"})
-}
-
-func (m *Metrics) observeCommitStatusError(provider string) {
-	if m == nil {
-		return
-	}
-	m.commitStatusErrors.WithLabelValues(provider).Inc()
 }

@@ -20,6 +20,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/object"
 )
 
@@ -194,7 +195,7 @@ func TestFaultUpgradeFromPreviousStatusFormat(t *testing.T) {
 func (a *agent) reconcilesAll(t *testing.T) uint64 {
 	t.Helper()
 	var n uint64
-	for _, r := range []string{"success", "retry", "stalled", "suspended", "deleted"} {
+	for _, r := range []metrics.Result{metrics.Success, metrics.Retry, metrics.Stalled, metrics.Suspended, metrics.Deleted} {
 		n += a.reconciles(t, r)
 	}
 	return n

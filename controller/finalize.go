@@ -15,6 +15,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/crashpoint"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/metrics"
 )
 
 // finalize cleans up a deleted GitSync's objects per spec.deletionPolicy
@@ -22,11 +23,11 @@ import (
 // until Options.FinalizeTimeout after the deletion, then the finalizer is
 // released anyway and the objects left behind are named in an event, so a
 // GitSync never stays Terminating forever.
-func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *syncState) (string, ctrl.Result, error) {
+func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *syncState) (metrics.Result, ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(gs)
 	if !controllerutil.ContainsFinalizer(gs, v1.Finalizer) {
 		r.forget(key)
-		return "deleted", ctrl.Result{}, nil
+		return metrics.Deleted, ctrl.Result{}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeoutOf(gs))
 	defer cancel()
@@ -46,7 +47,7 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 			meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: dec.Reason, Message: clip(dec.Message), ObservedGeneration: gs.Generation})
 		})
-		return "retry", ctrl.Result{RequeueAfter: dec.RequeueAfter}, serr
+		return metrics.Retry, ctrl.Result{RequeueAfter: dec.RequeueAfter}, serr
 	}
 	crashpoint.Hit(crashpoint.InFinalizer)
 	if dec.Reason == v1.ReasonTimedOut {
@@ -55,10 +56,10 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, string(gs.Spec.DeletionPolicy), "Finalize", "%s", clip(note))
 	}
 	if err := r.patchMeta(ctx, gs, st, func() { controllerutil.RemoveFinalizer(gs, v1.Finalizer) }); err != nil {
-		return "retry", ctrl.Result{}, client.IgnoreNotFound(err)
+		return metrics.Retry, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.forget(key)
-	return "deleted", ctrl.Result{}, nil
+	return metrics.Deleted, ctrl.Result{}, nil
 }
 
 // cleanup prunes or orphans gs's inventory and returns what remains.
@@ -91,6 +92,6 @@ func (r *GitSyncReconciler) cleanup(ctx context.Context, gs *v1.GitSync) (*inven
 	if res == nil {
 		return nil, inv, errors.Join(err, errors.New("prune returned no result"))
 	}
-	r.opts.Metrics.observePruned(res.Count(inventory.ActionPruned))
+	r.opts.Metrics.ObservePruned(res.Count(inventory.ActionPruned))
 	return res, res.Remaining, err
 }

@@ -70,7 +70,7 @@ func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src git
 	if err != nil {
 		reason = asSyncError(classifyFetch(err), v1.ReasonFetchFailed).Reason
 	}
-	r.opts.Metrics.observeFetch(client.ObjectKeyFromObject(gs), r.clock.Since(start), reason)
+	r.opts.Metrics.ObserveFetch(client.ObjectKeyFromObject(gs), r.clock.Since(start), reason)
 	return rev, err
 }
 

@@ -14,6 +14,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/metrics"
 )
 
 // A reconcile logs one line when it changed something or failed, and
@@ -57,14 +58,14 @@ func noteOutcome(ctx context.Context, gs *v1.GitSync, before *metav1.Condition, 
 // done ends a reconcile: it records its duration, logs its outcome, and
 // turns an optimistic-concurrency conflict (a write based on a read the
 // cache had not refreshed yet) into a quiet retry instead of an error.
-func (r *GitSyncReconciler) done(ctx context.Context, gs *v1.GitSync, result string, d time.Duration, res ctrl.Result, err error) (ctrl.Result, error) {
-	r.opts.Metrics.observeReconcile(result, d)
+func (r *GitSyncReconciler) done(ctx context.Context, gs *v1.GitSync, result metrics.Result, d time.Duration, res ctrl.Result, err error) (ctrl.Result, error) {
+	r.opts.Metrics.ObserveReconcile(result, d)
 	log := ctrl.LoggerFrom(ctx)
 	if apierrors.IsConflict(err) {
 		log.V(1).Info("write based on an outdated GitSync; retrying", "conflict", err.Error())
 		return ctrl.Result{RequeueAfter: r.opts.MinBackoff}, nil
 	}
-	if result == "deleted" {
+	if result == metrics.Deleted {
 		log.Info("GitSync deleted", "deletionPolicy", gs.Spec.DeletionPolicy, "duration", d.Round(time.Millisecond).String())
 		return res, err
 	}

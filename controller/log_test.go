@@ -19,6 +19,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/metrics"
 )
 
 // logBuffer collects the JSON lines of a logger at the agent's default
@@ -75,10 +76,10 @@ func withMsg(lines []map[string]any, prefix string) []map[string]any {
 }
 
 // waitReconciles waits until n more reconciles than before ended with result.
-func (a *agent) waitReconciles(t *testing.T, result string, n uint64) {
+func (a *agent) waitReconciles(t *testing.T, result metrics.Result, n uint64) {
 	t.Helper()
 	base := a.reconciles(t, result)
-	eventually(t, "reconciles ending "+result, func(context.Context) (bool, error) {
+	eventually(t, "reconciles ending "+string(result), func(context.Context) (bool, error) {
 		return a.reconciles(t, result) >= base+n, nil
 	})
 }

@@ -32,6 +32,7 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
@@ -200,7 +201,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := controller.NewMetrics(a.metrics)
+	m, err := metrics.New(a.metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,9 +247,9 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 func ptrTo[T any](v T) *T { return &v }
 
 // reconciles returns how many reconciles ended with result.
-func (a *agent) reconciles(t *testing.T, result string) uint64 {
+func (a *agent) reconciles(t *testing.T, result metrics.Result) uint64 {
 	t.Helper()
-	return a.samples(t, "gitsync_reconcile_duration_seconds", result)
+	return a.samples(t, "gitsync_reconcile_duration_seconds", string(result))
 }
 
 // samples returns the sample count of histogram name's series labelled

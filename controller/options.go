@@ -7,6 +7,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/git"
@@ -81,7 +82,7 @@ type Options struct {
 	// Limits bound retries and connections per Git host (ratelimit.go).
 	Limits Limits
 	// Metrics, when set, receives reconcile, apply and prune counts.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// QPS and Burst are the client-side request budget of all GitSyncs
 	// writing to one cluster together (applies, dry-runs, prunes): one
 	// token bucket per cluster, so the agent's request rate does not grow

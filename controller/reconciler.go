@@ -24,6 +24,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -183,7 +184,7 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return r.news.settle(req.NamespacedName, res), err
 }
 
-func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (string, ctrl.Result, error) {
+func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (metrics.Result, ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(gs)
 	if !gs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, gs, st)
@@ -191,36 +192,36 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 	r.backoff.setCap(key, retryIntervalOf(gs))
 	if !controllerutil.ContainsFinalizer(gs, v1.Finalizer) {
 		if err := r.patchMeta(ctx, gs, st, func() { controllerutil.AddFinalizer(gs, v1.Finalizer) }); err != nil {
-			return "retry", ctrl.Result{}, err
+			return metrics.Retry, ctrl.Result{}, err
 		}
 	}
 	if gs.Spec.Suspend {
 		r.drift.waits.set(key, false)
-		return "suspended", ctrl.Result{}, r.writeSuspended(ctx, gs, st)
+		return metrics.Suspended, ctrl.Result{}, r.writeSuspended(ctx, gs, st)
 	}
 	out := r.syncOrHold(ctx, gs, st) // depends.go
 	if out.yielded {
 		// Its content did not change; GitSyncs whose content did go
 		// first (monorepo.go). The revision is resolved and fetched.
-		return "yielded", ctrl.Result{RequeueAfter: time.Millisecond}, nil
+		return metrics.Yielded, ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	r.drift.waits.set(key, out.waitsForHealth())
 	if err := r.report(ctx, gs, st, out); err != nil {
-		return "retry", ctrl.Result{}, err
+		return metrics.Retry, ctrl.Result{}, err
 	}
 	r.commitOutcome(gs, out) // commitstatus.go
 	se := out.syncErr()
 	switch {
 	case se == nil && out.waiting != "":
 		// Status changes of the objects requeue it before, most likely.
-		return "waiting", ctrl.Result{RequeueAfter: min(out.recheck, r.jitter(intervalOf(gs)))}, nil
+		return metrics.Waiting, ctrl.Result{RequeueAfter: min(out.recheck, r.jitter(intervalOf(gs)))}, nil
 	case se == nil:
-		return "success", ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
+		return metrics.Success, ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
 	case se.Stalled:
 		// Not retried: the interval still asks the remote for a new revision.
-		return "stalled", ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
+		return metrics.Stalled, ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
 	default:
-		return "retry", ctrl.Result{}, se
+		return metrics.Retry, ctrl.Result{}, se
 	}
 }
 
@@ -249,7 +250,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.fair.forget(key)
 	r.drift.waits.set(key, false)
 	r.backoff.setCap(key, 0)
-	r.opts.Metrics.forget(key)
+	r.opts.Metrics.Forget(key)
 	r.commits.forget(key)
 }
 

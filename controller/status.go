@@ -33,7 +33,7 @@ func (r *GitSyncReconciler) writeStatus(ctx context.Context, gs *v1.GitSync, st 
 	next := gs.DeepCopy()
 	mutate(&next.Status)
 	if equality.Semantic.DeepEqual(gs.Status, next.Status) {
-		r.opts.Metrics.setStatus(gs) // after a restart, the series start from the stored status
+		r.opts.Metrics.SetStatus(gs) // after a restart, the series start from the stored status
 		return nil
 	}
 	patch := client.MergeFromWithOptions(gs, client.MergeFromWithOptimisticLock{})
@@ -42,7 +42,7 @@ func (r *GitSyncReconciler) writeStatus(ctx context.Context, gs *v1.GitSync, st 
 	}
 	st.wrote(gs.ResourceVersion)
 	next.DeepCopyInto(gs)
-	r.opts.Metrics.setStatus(gs)
+	r.opts.Metrics.SetStatus(gs)
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 	if err != nil {
 		return err
 	}
-	r.opts.Metrics.setRevision(client.ObjectKeyFromObject(gs), gs.Status.LastAppliedRevision)
+	r.opts.Metrics.SetRevision(client.ObjectKeyFromObject(gs), gs.Status.LastAppliedRevision)
 	r.emit(gs, before, prevApplied, out)
 	noteOutcome(ctx, gs, before, out)
 	return nil

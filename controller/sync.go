@@ -116,9 +116,9 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hold) // depends_waves.go
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
-	r.opts.Metrics.observeApply(res.Changes)
+	r.opts.Metrics.ObserveApply(res.Changes)
 	if res.Pruned != nil {
-		r.opts.Metrics.observePruned(res.Pruned.Count(inventory.ActionPruned))
+		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
 	if err := errors.Join(classifyRun(err), r.drift.ensure(ctx, tgt.cache, objs)); err != nil {
 		forgetAccessOnForbidden(st, err)

@@ -26,7 +26,7 @@ const webhookEventInterval = time.Minute
 func (r *GitSyncReconciler) WebhookObserver() func(webhook.Delivery) {
 	limit := newEventLimiter(r.clock, webhookEventInterval)
 	return func(d webhook.Delivery) {
-		r.opts.Metrics.observeWebhook(d.Provider, string(d.Result), d.Code)
+		r.opts.Metrics.ObserveWebhook(d.Provider, string(d.Result), d.Code)
 		for _, key := range d.Rejected {
 			nn, ok := ParseKey(key)
 			if !ok || !limit.allow(key) {

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/metrics"
 )
 
 // TestMonitoringTemplates renders the Prometheus Operator opt-ins and checks
@@ -119,11 +119,11 @@ func checkExpr(t *testing.T, alert, expr string, registered map[string][]string)
 }
 
 // agentMetrics returns the agent's metric names with their label names, as
-// controller.NewMetrics registers them.
+// metrics.New registers them.
 func agentMetrics(t *testing.T) map[string][]string {
 	t.Helper()
 	reg := &recorder{}
-	if _, err := controller.NewMetrics(reg); err != nil {
+	if _, err := metrics.New(reg); err != nil {
 		t.Fatal(err)
 	}
 	descs := make(chan *prometheus.Desc, 100)

@@ -31,6 +31,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	sourcerender "gitsync.dev/gitsync/source/render"
@@ -179,7 +180,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
-	if err := controller.CountAPIRequests(cfg, ctrlmetrics.Registry); err != nil {
+	if err := metrics.CountAPIRequests(cfg, ctrlmetrics.Registry); err != nil {
 		return err
 	}
 	scheme, err := agentScheme()
@@ -310,12 +311,12 @@ func (o *RunOptions) newReconciler(mgr manager.Manager) (*controller.GitSyncReco
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := controller.NewMetrics(ctrlmetrics.Registry)
+	m, err := metrics.New(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, err
 	}
 	opts := controller.DefaultOptions()
-	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, metrics
+	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, m
 	opts.MaxConcurrentReconciles = o.Concurrent
 	opts.MaxObjects = o.MaxObjects
 	opts.Budget, opts.NamespaceShare = o.Render.Limits, o.NamespaceShare

@@ -1,4 +1,4 @@
-package controller_test
+package metrics_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/metrics"
 )
 
 // TestAPIRequestsCounted: gitsync_api_requests_total tells watches, Lease
@@ -22,10 +22,10 @@ func TestAPIRequestsCounted(t *testing.T) {
 	ns := env.Namespace(t)
 	reg := prometheus.NewRegistry()
 	cfg := rest.CopyConfig(env.Config)
-	if err := controller.CountAPIRequests(cfg, reg); err != nil {
+	if err := metrics.CountAPIRequests(cfg, reg); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-package controller
+package metrics
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 )
 
 // Metrics are gitsync's own Prometheus metrics, next to controller-runtime's
-// (work queue depth, reconcile totals, REST client requests).
+// (work queue depth, reconcile totals, REST client requests). A nil
+// *Metrics records nothing: every method may be called on it.
 type Metrics struct {
 	reconcileDuration *prometheus.HistogramVec
 	applied           *prometheus.CounterVec
@@ -26,7 +28,7 @@ type Metrics struct {
 	fetchDuration     *prometheus.HistogramVec
 	fetchErrors       *prometheus.CounterVec
 
-	commitStatusErrors *prometheus.CounterVec // commitstatus.go
+	commitStatusErrors *prometheus.CounterVec
 
 	// lastRevision and lastConditions remember the label sets per GitSync so
 	// an old series is removed when its revision or condition changes, and
@@ -40,12 +42,12 @@ type Metrics struct {
 // conditionLabels are the status and reason of one condition's series.
 type conditionLabels struct{ status, reason string }
 
-// NewMetrics creates the metrics and registers them with reg.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// New creates the metrics and registers them with reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gitsync_reconcile_duration_seconds",
-			Help:    "Duration of GitSync reconciles by result (success, waiting, stalled, retry, suspended, deleted).",
+			Help:    "Duration of GitSync reconciles by result (" + strings.Join(resultNames(), ", ") + ").",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
 		}, []string{"result"}),
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -89,7 +91,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		lastConditions: map[types.NamespacedName]map[string]conditionLabels{},
 		fetchReasons:   map[types.NamespacedName]map[string]bool{},
 
-		commitStatusErrors: newCommitStatusErrors(),
+		commitStatusErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitsync_commit_status_errors_total",
+			Help: "Commit statuses (spec.commitStatus) the Git host did not accept or could not be asked for, by provider. Syncing goes on; the post is tried again at the next reconcile.",
+		}, []string{"provider"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests,
 		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors, m.commitStatusErrors} {
@@ -100,14 +105,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) observeReconcile(result string, d time.Duration) {
+// ObserveReconcile records one reconcile that ended with result after d.
+func (m *Metrics) ObserveReconcile(result Result, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.reconcileDuration.WithLabelValues(result).Observe(d.Seconds())
+	m.reconcileDuration.WithLabelValues(string(result)).Observe(d.Seconds())
 }
 
-func (m *Metrics) observeApply(cs *apply.ChangeSet) {
+// ObserveApply counts the objects cs created, configured, skipped or
+// failed, by kind.
+func (m *Metrics) ObserveApply(cs *apply.ChangeSet) {
 	if m == nil || cs == nil {
 		return
 	}
@@ -118,16 +126,18 @@ func (m *Metrics) observeApply(cs *apply.ChangeSet) {
 	}
 }
 
-func (m *Metrics) observeWebhook(provider, result string, code int) {
+// ObserveWebhook counts one webhook request by provider, result and the
+// status code answered.
+func (m *Metrics) ObserveWebhook(provider, result string, code int) {
 	if m == nil {
 		return
 	}
 	m.webhookRequests.WithLabelValues(provider, result, strconv.Itoa(code)).Inc()
 }
 
-// observeFetch records one request to key's remote; reason is the
+// ObserveFetch records one request to key's remote; reason is the
 // condition reason of a failure, "" on success.
-func (m *Metrics) observeFetch(key types.NamespacedName, d time.Duration, reason string) {
+func (m *Metrics) ObserveFetch(key types.NamespacedName, d time.Duration, reason string) {
 	if m == nil {
 		return
 	}
@@ -145,10 +155,10 @@ func (m *Metrics) observeFetch(key types.NamespacedName, d time.Duration, reason
 	m.fetchReasons[key][reason] = true
 }
 
-// setStatus makes gs's condition, suspended and managed-objects series
+// SetStatus makes gs's condition, suspended and managed-objects series
 // match its status and spec, removing the series of conditions that
 // changed status or reason or went away.
-func (m *Metrics) setStatus(gs *v1.GitSync) {
+func (m *Metrics) SetStatus(gs *v1.GitSync) {
 	if m == nil {
 		return
 	}
@@ -180,12 +190,12 @@ func (m *Metrics) setStatus(gs *v1.GitSync) {
 	m.managed.WithLabelValues(key.Namespace, key.Name).Set(float64(managed))
 }
 
-// forget removes every series of key, a GitSync that is gone.
-func (m *Metrics) forget(key types.NamespacedName) {
+// Forget removes every series of key, a GitSync that is gone.
+func (m *Metrics) Forget(key types.NamespacedName) {
 	if m == nil {
 		return
 	}
-	m.setRevision(key, "")
+	m.SetRevision(key, "")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for t, old := range m.lastConditions[key] {
@@ -200,15 +210,16 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	m.managed.DeleteLabelValues(key.Namespace, key.Name)
 }
 
-func (m *Metrics) observePruned(n int) {
+// ObservePruned counts n objects deleted.
+func (m *Metrics) ObservePruned(n int) {
 	if m == nil || n == 0 {
 		return
 	}
 	m.pruned.Add(float64(n))
 }
 
-// setRevision records rev as key's last applied revision; "" forgets key.
-func (m *Metrics) setRevision(key types.NamespacedName, rev string) {
+// SetRevision records rev as key's last applied revision; "" forgets key.
+func (m *Metrics) SetRevision(key types.NamespacedName, rev string) {
 	if m == nil {
 		return
 	}
@@ -226,4 +237,13 @@ func (m *Metrics) setRevision(key types.NamespacedName, rev string) {
 	}
 	m.lastRevision[key] = rev
 	m.revision.WithLabelValues(key.Namespace, key.Name, rev).Set(1)
+}
+
+// ObserveCommitStatusError counts one commit status the provider's host
+// did not accept or could not be asked for.
+func (m *Metrics) ObserveCommitStatusError(provider string) {
+	if m == nil {
+		return
+	}
+	m.commitStatusErrors.WithLabelValues(provider).Inc()
 }
