@@ -26,7 +26,7 @@ func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync, view *
 		URL:    spec.URL,
 		Path:   spec.Path,
 		Ref:    git.Ref{Branch: spec.Ref.Branch, Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Commit: spec.Ref.Commit},
-		Egress: r.gitEgress, // hostlimit.go
+		Egress: r.gitEgress,
 	}
 	if err := src.Validate(); err != nil {
 		return src, stalled(v1.ReasonInvalidSpec, err)
@@ -57,7 +57,7 @@ func sourceAuth(ctx context.Context, gs *v1.GitSync, view *tenant.View, src *git
 
 // resolve asks src's remote for the revision of its ref, sharing one
 // ls-remote asked at notBefore or later with the GitSyncs that follow the
-// same URL and ref with the same credentials (resolve.go), and records
+// same URL and ref with the same credentials (remote.Resolver), and records
 // the duration and, on failure, its reason in the fetch metrics.
 func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src git.Source, notBefore time.Time) (git.Revision, error) {
 	start := r.clock.Now()
@@ -65,7 +65,7 @@ func (r *GitSyncReconciler) resolve(ctx context.Context, gs *v1.GitSync, src git
 	if ref := gs.Spec.Source.SecretRef; ref != nil {
 		origin = gs.Namespace + "/" + ref.Name
 	}
-	rev, err := r.resolver.resolve(ctx, src, origin, notBefore)
+	rev, err := r.resolver.Resolve(ctx, src, origin, notBefore)
 	reason := ""
 	if err != nil {
 		reason = asSyncError(classifyFetch(err), v1.ReasonFetchFailed).Reason

@@ -14,6 +14,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/internal/gittest"
 )
 
 // createOnDeadHost creates n GitSyncs, each on its own repository of the
@@ -59,7 +60,7 @@ func TestDeadGitHostRetriesBounded(t *testing.T) {
 	}
 	c := setup(t)
 	ns := env.Namespace(t)
-	host := &controller.DeadHost{}
+	host := &gittest.DeadHost{}
 	base := host.Start(t)
 	l := controller.DefaultLimits()
 	l.RetryQPS, l.RetryBurst = 2, 10
@@ -88,7 +89,7 @@ func TestDeadGitHostRetriesBounded(t *testing.T) {
 func TestDeadGitHostConcurrency(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
-	host := &controller.DeadHost{Hang: true}
+	host := &gittest.DeadHost{Hang: true}
 	base := host.Start(t)
 	l := controller.DefaultLimits()
 	l.GitHostConcurrency = 2

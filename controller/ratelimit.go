@@ -29,7 +29,7 @@ type Limits struct {
 	RetryJitter float64
 	// GitHostConcurrency is how many connections the agent's Git traffic
 	// (ls-remotes and fetches) may hold open to one host address at once;
-	// more wait for one to close (hostlimit.go). It bounds what a dead or
+	// more wait for one to close (remote.LimitHosts). It bounds what a dead or
 	// hanging host costs (connections held until the request's timeout)
 	// and what all GitSyncs together send to one host. <= 0: no limit.
 	GitHostConcurrency int

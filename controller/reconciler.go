@@ -25,6 +25,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/metrics"
+	"gitsync.dev/gitsync/source/remote"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -44,8 +45,8 @@ type GitSyncReconciler struct {
 	// reader reads every Secret and ConfigMap a GitSync names: in its
 	// namespace, as its account, from watches.
 	reader    *tenant.Reader
-	resolver  *resolver      // resolve.go
-	gitEgress *egress.Dialer // Git traffic, limited per host (hostlimit.go)
+	resolver  *remote.Resolver
+	gitEgress *egress.Dialer // Git traffic, limited per host
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (informers.go).
@@ -82,8 +83,8 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		runCtx:    context.Background(),
 		fair:      newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
 	}
-	r.resolver = newResolver(opts.Fetcher, opts.Limits, r.clock, r.baseContext)
-	r.gitEgress = gitEgress(opts.Egress, opts.Limits.GitHostConcurrency)
+	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})
+	r.gitEgress = remote.LimitHosts(opts.Egress, opts.Limits.GitHostConcurrency)
 	local, err := newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), mgr.GetScheme(), opts.QPS, opts.Burst)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func (r *GitSyncReconciler) Trigger(key types.NamespacedName) { r.TriggerAt(key,
 
 // TriggerAt is Trigger for news that arrived at at: the remote's answer
 // must have been asked at or after it, and answers asked since are shared
-// (resolve.go), so one webhook for 500 GitSyncs costs one ls-remote.
+// (remote.Resolver), so one webhook for 500 GitSyncs costs one ls-remote.
 func (r *GitSyncReconciler) TriggerAt(key types.NamespacedName, at time.Time) {
 	r.state(key).markFetch(at)
 	gs := &v1.GitSync{}

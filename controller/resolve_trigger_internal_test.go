@@ -10,7 +10,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/remote"
 )
 
 // TestTriggerSharesPastWindow: the GitSyncs of one webhook reach the
@@ -24,7 +26,7 @@ import (
 // dropping finished answers older than shareFor, the mark's answer bounded
 // by now − shareFor): the trigger 10 s later sent a second ls-remote.
 func TestTriggerSharesPastWindow(t *testing.T) {
-	url, srv, commit := privateRepo(t)
+	url, srv, commit := gittest.ServePrivate(t)
 	r, clk, l, src := triggerResolver(t, url)
 	gs := &v1.GitSync{Spec: v1.GitSyncSpec{Interval: metav1.Duration{Duration: time.Hour}}}
 	ctx := context.Background()
@@ -33,7 +35,7 @@ func TestTriggerSharesPastWindow(t *testing.T) {
 	delivered := clk.Now()
 	st := &syncState{}
 	st.markFetch(delivered)
-	first, err := r.resolve(ctx, src, "a/creds", st.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
+	first, err := r.Resolve(ctx, src, "a/creds", st.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
 	if err != nil || first.Commit != next {
 		t.Fatalf("first trigger = %v, %v; want %s", first, err, next)
 	}
@@ -46,7 +48,7 @@ func TestTriggerSharesPastWindow(t *testing.T) {
 	if !notBefore.Equal(delivered) {
 		t.Errorf("a trigger's answer must be asked after %v, got %v", delivered, notBefore)
 	}
-	if rev, err := r.resolve(ctx, src, "a/creds", notBefore); err != nil || rev != first {
+	if rev, err := r.Resolve(ctx, src, "a/creds", notBefore); err != nil || rev != first {
 		t.Errorf("trigger 10 s later = %v, %v; want the shared %v", rev, err, first)
 	}
 	if n := srv.ListRefs.Load(); n != 0 {
@@ -54,7 +56,7 @@ func TestTriggerSharesPastWindow(t *testing.T) {
 	}
 
 	poll := (&syncState{}).takeFetchMark(gs, clk.Now(), l.ResolveShareFor)
-	if _, err := r.resolve(ctx, src, "a/creds", poll); err != nil {
+	if _, err := r.Resolve(ctx, src, "a/creds", poll); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.ListRefs.Load(); n != 1 {
@@ -65,7 +67,7 @@ func TestTriggerSharesPastWindow(t *testing.T) {
 	clk.Step(time.Millisecond)
 	again := &syncState{}
 	again.markFetch(clk.Now())
-	rev, err := r.resolve(ctx, src, "a/creds", again.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
+	rev, err := r.Resolve(ctx, src, "a/creds", again.takeFetchMark(gs, clk.Now(), l.ResolveShareFor))
 	if err != nil || rev.Commit != pushed {
 		t.Errorf("a trigger after a new push = %v, %v; want %s", rev, err, pushed)
 	}
@@ -77,26 +79,26 @@ func TestTriggerSharesPastWindow(t *testing.T) {
 //
 // Checked by sharing failures like answers: no second request.
 func TestTriggerRetriesFailedPastWindow(t *testing.T) {
-	url, srv, _ := privateRepo(t)
+	url, srv, _ := gittest.ServePrivate(t)
 	if !strings.HasSuffix(url, "/app.git") {
-		t.Fatalf("privateRepo URL %s", url)
+		t.Fatalf("gittest.ServePrivate URL %s", url)
 	}
 	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	r := newResolver(f, DefaultLimits(), clk, context.Background)
+	r := remote.NewResolver(f, remote.ResolverOptions{ShareFor: DefaultLimits().ResolveShareFor, Clock: clk, Base: context.Background})
 	src := git.Source{URL: strings.TrimSuffix(url, "app.git") + "missing.git", Ref: git.Ref{Branch: "main"},
 		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
 	delivered := clk.Now()
 	srv.ResetCounts()
-	if _, err := r.resolve(context.Background(), src, "a/creds", delivered); err == nil {
+	if _, err := r.Resolve(context.Background(), src, "a/creds", delivered); err == nil {
 		t.Fatal("resolve of a missing repository succeeded")
 	}
 	first := srv.ListRefs.Load()
 	clk.Step(10 * time.Second)
-	if _, err := r.resolve(context.Background(), src, "a/creds", delivered); err == nil {
+	if _, err := r.Resolve(context.Background(), src, "a/creds", delivered); err == nil {
 		t.Fatal("resolve of a missing repository succeeded")
 	}
 	if n := srv.ListRefs.Load(); n <= first {
@@ -113,14 +115,14 @@ func TestTriggerRetriesFailedPastWindow(t *testing.T) {
 // push (in the e2e test, three of six new GitSyncs went Stalled "path not
 // found" for an hour).
 func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
-	url, srv, commit := privateRepo(t)
+	url, srv, commit := gittest.ServePrivate(t)
 	r, clk, l, src := triggerResolver(t, url)
 	applied := &v1.GitSync{Spec: v1.GitSyncSpec{Interval: metav1.Duration{Duration: time.Hour}}}
 	applied.Generation, applied.Status.ObservedGeneration = 1, 1
 	ctx := context.Background()
 
 	before := commit()
-	if rev, err := r.resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(applied, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != before {
+	if rev, err := r.Resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(applied, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != before {
 		t.Fatalf("first resolve = %v, %v; want %s", rev, err, before)
 	}
 	pushed := commit()
@@ -133,7 +135,7 @@ func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
 	// alone would take that answer): a new spec still asks again.
 	marked := &syncState{}
 	marked.markFetch(clk.Now().Add(-2 * time.Second))
-	if rev, err := r.resolve(ctx, src, "a/creds", marked.takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
+	if rev, err := r.Resolve(ctx, src, "a/creds", marked.takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
 		t.Errorf("a new GitSync marked before the push resolved %v, %v; want the pushed %s", rev, err, pushed)
 	}
 	if n := srv.ListRefs.Load(); n != 1 {
@@ -141,14 +143,14 @@ func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
 	}
 	clk.Step(time.Millisecond)
 	srv.ResetCounts()
-	if rev, err := r.resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
+	if rev, err := r.Resolve(ctx, src, "a/creds", (&syncState{}).takeFetchMark(created, clk.Now(), l.ResolveShareFor)); err != nil || rev.Commit != pushed {
 		t.Errorf("a new GitSync resolved %v, %v; want the pushed %s", rev, err, pushed)
 	}
 	if n := srv.ListRefs.Load(); n != 1 {
 		t.Errorf("a new GitSync sent %d ls-remotes, want 1", n)
 	}
 	restarted := &syncState{}
-	if _, err := r.resolve(ctx, src, "a/creds", restarted.takeFetchMark(applied, clk.Now(), l.ResolveShareFor)); err != nil {
+	if _, err := r.Resolve(ctx, src, "a/creds", restarted.takeFetchMark(applied, clk.Now(), l.ResolveShareFor)); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.ListRefs.Load(); n != 1 {
@@ -157,8 +159,8 @@ func TestNewSpecTakesNoOlderAnswer(t *testing.T) {
 }
 
 // triggerResolver is a resolver on a fake clock with default limits, and
-// the source of url with the credentials privateRepo accepts.
-func triggerResolver(t *testing.T, url string) (*resolver, *clocktesting.FakeClock, Limits, git.Source) {
+// the source of url with the credentials gittest.ServePrivate accepts.
+func triggerResolver(t *testing.T, url string) (*remote.Resolver, *clocktesting.FakeClock, Limits, git.Source) {
 	t.Helper()
 	f, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
 	if err != nil {
@@ -168,5 +170,5 @@ func triggerResolver(t *testing.T, url string) (*resolver, *clocktesting.FakeClo
 	l := DefaultLimits()
 	src := git.Source{URL: url, Ref: git.Ref{Branch: "main"},
 		Auth: git.AuthFromSecret("Secret/a/creds", map[string][]byte{"username": []byte("git"), "password": []byte("pass")})}
-	return newResolver(f, l, clk, context.Background), clk, l, src
+	return remote.NewResolver(f, remote.ResolverOptions{ShareFor: l.ResolveShareFor, Clock: clk, Base: context.Background}), clk, l, src
 }

@@ -68,7 +68,7 @@ func (s *syncState) resolved(gs *v1.GitSync, src git.Source, rev git.Revision, a
 }
 
 // takeFetchMark clears the fetch mark and returns from when a resolve's
-// answer is fresh enough for gs (resolve.go): after the mark or the
+// answer is fresh enough for gs (remote.Resolver): after the mark or the
 // requested-at annotation's time when either asked for it, else any answer
 // asked within shareFor. A mark takes any answer asked after it (that
 // answer saw the push the mark announces), up to one interval old: the
@@ -160,4 +160,23 @@ func (s *syncState) endWait() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wait = healthWait{}
+}
+
+// requestedAt reads a requested-at annotation's time (RequestReconcile
+// writes RFC 3339), at most now: a forwarded webhook then shares the
+// answer of a resolve asked after it. A value that is not a time (a user's
+// `kubectl annotate` with any string) asks for an answer from now.
+func requestedAt(v string, now time.Time) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil || t.After(now) {
+		return now
+	}
+	return t
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

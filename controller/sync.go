@@ -169,7 +169,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 		return src, rev, nil
 	}
 	now := r.clock.Now()
-	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor) // resolve.go
+	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor)
 	src, err := r.sourceOf(ctx, gs, view)
 	if err != nil {
 		return src, git.Revision{}, err

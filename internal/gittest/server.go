@@ -164,3 +164,17 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n.Add(int64(n))
 	return n, err
 }
+
+// ServePrivate serves one repository, app.git with one commit on main,
+// that a Server lets in only with basic auth git:pass. It returns the
+// repository's URL, the server (for its counts) and a function that makes
+// another commit (an empty one) and returns its SHA.
+func ServePrivate(t testing.TB) (string, *Server, func() string) {
+	t.Helper()
+	root := t.TempDir()
+	r := NewRepo(t, filepath.Join(root, "app.git"))
+	commit := func() string { return r.Commit("change", nil) }
+	commit()
+	s := New(t, root, Options{User: "git", Password: "pass"})
+	return s.URL + "/app.git", s, commit
+}

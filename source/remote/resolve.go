@@ -1,4 +1,4 @@
-package controller
+package remote
 
 import (
 	"context"
@@ -13,30 +13,54 @@ import (
 	"gitsync.dev/gitsync/source/git"
 )
 
-// resolver shares ls-remotes between GitSyncs: every GitSync following the
+// Lister asks a remote for the revision of a ref: one listing request
+// (ls-remote) per call. *git.Fetcher is one.
+type Lister interface {
+	Resolve(ctx context.Context, src git.Source) (git.Revision, error)
+}
+
+var _ Lister = (*git.Fetcher)(nil)
+
+// Resolver shares ls-remotes between GitSyncs: every GitSync following the
 // same URL and ref with the same credentials gets the answer of one request
 // per moment, however many there are (a monorepo's 500 paths cost one
 // request per push, not 500).
 //
 // A caller says from when an answer is fresh enough (notBefore): a poll
-// takes any answer asked within Limits.ResolveShareFor; a trigger (a
+// takes any answer asked within ResolverOptions.ShareFor; a trigger (a
 // webhook, a changed Secret, a requested-at annotation) only one asked
 // after the trigger, so a push is never hidden by an answer from before it.
 //
 // Answers are shared only between callers presenting the same credentials
 // (and the same Secret: errors name it): a tenant without access to a
 // private repository cannot learn its refs through another tenant's resolve.
-type resolver struct {
-	fetcher  *git.Fetcher
-	shareFor time.Duration
-	clock    clock.PassiveClock
-	// base is the context flights run in: one caller's end (its reconcile
-	// timeout) must not fail the others waiting on the same flight; the
-	// Fetcher's own timeout bounds it, and the last waiter leaving ends it.
-	base func() context.Context
+type Resolver struct {
+	lister Lister
+	opts   ResolverOptions
 
 	mu      sync.Mutex
 	flights map[string]*flight
+}
+
+// ResolverOptions configure a Resolver.
+type ResolverOptions struct {
+	// ShareFor is how long a finished answer serves polls (a caller whose
+	// notBefore is older). A failed answer is shared only this long, even
+	// with triggers. 0 shares only requests in flight.
+	ShareFor time.Duration
+	// Clock reads the time answers are asked at; a fake clock in tests.
+	Clock clock.PassiveClock
+	// Base is the context flights run in: one caller's end (its reconcile
+	// timeout) must not fail the others waiting on the same flight; the
+	// Lister's own timeout bounds it, and the last waiter leaving ends it.
+	// The agent's lifetime.
+	Base func() context.Context
+}
+
+// DefaultResolverOptions share answers for 2 seconds on the real clock,
+// with flights in context.Background.
+func DefaultResolverOptions() ResolverOptions {
+	return ResolverOptions{ShareFor: 2 * time.Second, Clock: clock.RealClock{}, Base: context.Background}
 }
 
 // flight is one ls-remote and its answer, once done is closed. It is
@@ -45,32 +69,42 @@ type flight struct {
 	started time.Time
 	ctx     context.Context
 	cancel  context.CancelFunc
-	waiters int // guarded by resolver.mu
+	waiters int // guarded by Resolver.mu
 	done    chan struct{}
 	rev     git.Revision
 	err     error
 }
 
-func newResolver(f *git.Fetcher, l Limits, clk clock.PassiveClock, base func() context.Context) *resolver {
-	return &resolver{fetcher: f, shareFor: l.ResolveShareFor,
-		clock: clk, base: base, flights: map[string]*flight{}}
+// NewResolver returns a Resolver asking through l; zero fields of opts
+// take DefaultResolverOptions' values (ShareFor 0 stays 0).
+func NewResolver(l Lister, opts ResolverOptions) *Resolver {
+	def := DefaultResolverOptions()
+	if opts.Clock == nil {
+		opts.Clock = def.Clock
+	}
+	if opts.Base == nil {
+		opts.Base = def.Base
+	}
+	return &Resolver{lister: l, opts: opts, flights: map[string]*flight{}}
 }
 
 // keepAnswers is how long a finished ls-remote is kept for triggers that
 // arrived before it.
 const keepAnswers = 5 * time.Minute
 
-// resolve returns src's revision from an ls-remote started at notBefore or
+// Resolve returns src's revision from an ls-remote started at notBefore or
 // later, joining one in flight or just done when there is one. origin
-// names where src.Auth was read ("Secret/ns/name"), empty for none.
-func (r *resolver) resolve(ctx context.Context, src git.Source, origin string, notBefore time.Time) (git.Revision, error) {
+// names where src.Auth was read ("ns/name" of its Secret), empty for none.
+// An error is the Lister's, or the caller's context ending (wrapped, naming
+// the redacted URL).
+func (r *Resolver) Resolve(ctx context.Context, src git.Source, origin string, notBefore time.Time) (git.Revision, error) {
 	key := resolveKey(src, origin)
-	now := r.clock.Now()
+	now := r.opts.Clock.Now()
 	r.mu.Lock()
 	f, ok := r.flights[key]
-	if !ok || f.started.Before(notBefore) || failedBefore(f, now.Add(-r.shareFor)) {
+	if !ok || f.started.Before(notBefore) || failedBefore(f, now.Add(-r.opts.ShareFor)) {
 		f = &flight{started: now, done: make(chan struct{})}
-		f.ctx, f.cancel = context.WithCancel(r.base())
+		f.ctx, f.cancel = context.WithCancel(r.opts.Base())
 		r.flights[key] = f
 		r.dropOld(now)
 		go r.run(f, src)
@@ -90,7 +124,7 @@ func (r *resolver) resolve(ctx context.Context, src git.Source, origin string, n
 // leave records that a caller stopped waiting for f; the last one to
 // leave an unfinished flight cancels it, so no connection is opened for
 // an answer nobody waits for.
-func (r *resolver) leave(key string, f *flight) {
+func (r *Resolver) leave(key string, f *flight) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f.waiters--; f.waiters > 0 || isDone(f) {
@@ -103,20 +137,20 @@ func (r *resolver) leave(key string, f *flight) {
 }
 
 // run does f's ls-remote (src's Egress limits its connections per host:
-// hostlimit.go).
-func (r *resolver) run(f *flight, src git.Source) {
+// LimitHosts).
+func (r *Resolver) run(f *flight, src git.Source) {
 	defer close(f.done)
 	defer f.cancel()
-	f.rev, f.err = r.fetcher.Resolve(f.ctx, src)
+	f.rev, f.err = r.lister.Resolve(f.ctx, src)
 }
 
 // dropOld forgets answers too old to share; r.mu is held. A poll takes
-// answers asked within shareFor, a trigger any asked after it: those are
+// answers asked within ShareFor, a trigger any asked after it: those are
 // kept keepAnswers, long enough for the GitSyncs of one webhook to pass
 // through the queue.
-func (r *resolver) dropOld(now time.Time) {
+func (r *Resolver) dropOld(now time.Time) {
 	for k, f := range r.flights {
-		if f.started.Before(now.Add(-max(r.shareFor, keepAnswers))) && isDone(f) {
+		if f.started.Before(now.Add(-max(r.opts.ShareFor, keepAnswers))) && isDone(f) {
 			delete(r.flights, k)
 		}
 	}
@@ -162,23 +196,4 @@ func resolveKey(src git.Source, origin string) string {
 		field([]byte(fmt.Sprint(a.InsecureSkipHostKeyCheck)))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// requestedAt reads a requested-at annotation's time (RequestReconcile
-// writes RFC 3339), at most now: a forwarded webhook then shares the
-// answer of a resolve asked after it. A value that is not a time (a user's
-// `kubectl annotate` with any string) asks for an answer from now.
-func requestedAt(v string, now time.Time) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil || t.After(now) {
-		return now
-	}
-	return t
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

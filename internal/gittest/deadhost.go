@@ -1,4 +1,4 @@
-package controller
+package gittest
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type DeadHost struct {
 
 // Start listens on loopback until the test ends and returns the host's
 // base URL, http://127.0.0.1:PORT.
-func (h *DeadHost) Start(t *testing.T) string {
+func (h *DeadHost) Start(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,7 +75,7 @@ func (h *DeadHost) Reset() {
 
 // WaitFor polls the counts until cond holds, failing the test after a
 // minute.
-func (h *DeadHost) WaitFor(t *testing.T, what string, cond func(accepted, open, mostOpen int) bool) {
+func (h *DeadHost) WaitFor(t testing.TB, what string, cond func(accepted, open, mostOpen int) bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return cond(h.Counts()), nil

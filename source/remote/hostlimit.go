@@ -1,4 +1,4 @@
-package controller
+package remote
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 )
 
-// gitEgress returns the dialer the agent's Git traffic (ls-remotes and
+// LimitHosts returns the dialer the agent's Git traffic (ls-remotes and
 // fetches, http(s) and ssh) leaves through: d, with at most n connections
 // open to one address at once (n <= 0: no limit). A host that accepts
 // connections and then hangs holds at most n of them, each until the
 // request's timeout, and the agent's GitSyncs together never open more
-// than n to one host however many workers ask.
-func gitEgress(d egress.Dialer, n int) *egress.Dialer {
+// than n to one host however many workers ask. Callers waiting for a slot
+// wait until their context ends.
+func LimitHosts(d egress.Dialer, n int) *egress.Dialer {
 	d.Dial = newHostLimit(n).dial(d.Dial)
 	return &d
 }
