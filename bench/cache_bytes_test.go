@@ -8,12 +8,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/livecache"
 )
 
 // BenchmarkCachedObjectBytes: the heap one cached object holds, as the
 // informer decodes it and after the agent's cache transform
-// (controller.CompactLive). The objects are the agent-scale benchmark's
+// (livecache.CompactLive). The objects are the agent-scale benchmark's
 // ConfigMaps as the apiserver returns them after gitsync's apply: 20,000 of
 // them, 100 per GitSync (namespace), heap measured after a GC.
 //
@@ -29,7 +29,7 @@ func BenchmarkCachedObjectBytes(b *testing.B) {
 		transform func(*unstructured.Unstructured)
 	}{
 		{"decoded", func(*unstructured.Unstructured) {}},
-		{"compact", func(u *unstructured.Unstructured) { _, _ = controller.CompactLive(u) }},
+		{"compact", func(u *unstructured.Unstructured) { _, _ = livecache.CompactLive(u) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for range b.N {

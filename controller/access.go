@@ -181,7 +181,7 @@ func (r *GitSyncReconciler) preflight(ctx context.Context, gs *v1.GitSync, st *s
 	if tgt.cache == r.targets.cache {
 		probe = r.probe // a remote cache lists with the kubeconfig's identity
 	}
-	readErr := r.drift.prepare(ctx, tgt.cache, probe, objs)
+	readErr := classifyKinds(r.kinds.Prepare(ctx, tgt.cache, probe, objs))
 	if readErr != nil && !asSyncError(readErr, "").Stalled {
 		return readErr
 	}

@@ -2,70 +2,31 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/livecache"
 )
 
-// driftWatcher watches the kinds GitSyncs applied, through the same cache
-// the appliers read from (one informer per kind, started on first use), and
-// enqueues the owning GitSync when a managed object changes out of band.
-type driftWatcher struct {
-	ctrl controller.Controller
-	// waits are the GitSyncs whose objects' status changes requeue them.
-	waits *waitSet
+// The kinds GitSyncs applied are watched through the same caches the
+// appliers read from (livecache.Kinds). What an event of a managed object
+// means is decided here: a change made out of band requeues the owning
+// GitSync (drift), and while a GitSync waits for the health of its
+// objects, every change of them does.
 
-	mu      sync.Mutex
-	watched map[driftKey]bool
-	// ready are the kinds whose informer has synced (informers.go).
-	ready map[driftKey]bool
-}
-
-// driftKey is one kind in one cache (the local cluster's or a remote one's).
-type driftKey struct {
-	cache cache.Cache
-	gvk   schema.GroupVersionKind
-}
-
-func newDriftWatcher(c controller.Controller) *driftWatcher {
-	return &driftWatcher{ctrl: c, waits: &waitSet{}, watched: map[driftKey]bool{}, ready: map[driftKey]bool{}}
-}
-
-// ensure starts watching every kind of objs in c that is not watched yet.
-func (d *driftWatcher) ensure(_ context.Context, c cache.Cache, objs []*unstructured.Unstructured) error {
-	if d == nil || c == nil {
-		return nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, obj := range objs {
-		key := driftKey{cache: c, gvk: obj.GroupVersionKind()}
-		if d.watched[key] {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(key.gvk)
-		src := source.Kind(c, u, handler.TypedEnqueueRequestsFromMapFunc(ownerOf), driftPredicate(d.waits))
-		if err := d.ctrl.Watch(src); err != nil {
-			return fmt.Errorf("watch %s for drift: %w", key.gvk.Kind, err)
-		}
-		d.watched[key] = true
-	}
-	return nil
+// newDriftWatch returns the kinds watch whose events requeue owners as
+// driftPredicate says, for the GitSyncs in waits.
+func newDriftWatch(c livecache.Watcher, waits *waitSet) *livecache.Kinds {
+	return livecache.NewKinds(c, handler.TypedEnqueueRequestsFromMapFunc(ownerOf), driftPredicate(waits))
 }
 
 // ownerOf maps a managed object to its GitSync through the owner labels.

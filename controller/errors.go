@@ -10,6 +10,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 )
@@ -149,4 +150,18 @@ func classifyPrune(err error) error {
 		return stalled(v1.ReasonPruneFailed, err)
 	}
 	return retry(v1.ReasonPruneFailed, err)
+}
+
+// classifyKinds sorts a failure to make the revision's kinds readable into
+// the agent's watch cache: a refusal (RBAC) is permanent, anything else is
+// retried.
+func classifyKinds(err error) error {
+	var fe *livecache.ForbiddenError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return stalled(v1.ReasonForbidden, err)
+	}
+	return retry(v1.ReasonApplyFailed, err)
 }

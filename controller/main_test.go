@@ -32,6 +32,7 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/git"
@@ -178,7 +179,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controller.CacheOptions(byObject),
+		Cache:      livecache.Options(byObject),
 		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
 		Logger:     o.logger, // zero: the global logger TestMain set
 	})

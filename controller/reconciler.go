@@ -24,6 +24,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source/remote"
 	"gitsync.dev/gitsync/tenant"
@@ -41,7 +42,8 @@ type GitSyncReconciler struct {
 	clock     clock.Clock
 	targets   *targets
 	backoff   *backoff
-	drift     *driftWatcher
+	kinds     *livecache.Kinds // the kinds applied, watched for drift
+	waits     *waitSet         // GitSyncs whose objects' status changes requeue them
 	// reader reads every Secret and ConfigMap a GitSync names: in its
 	// namespace, as its account, from watches.
 	reader    *tenant.Reader
@@ -79,6 +81,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		clock:     clock.RealClock{},
 		backoff:   newBackoff(opts.MinBackoff, 24*time.Hour, opts.Limits, clock.RealClock{}),
 		triggers:  make(chan event.GenericEvent, 1024),
+		waits:     &waitSet{},
 		states:    map[types.NamespacedName]*syncState{},
 		runCtx:    context.Background(),
 		fair:      newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
@@ -113,7 +116,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.drift = newDriftWatcher(c)
+	r.kinds = newDriftWatch(c, r.waits)
 	if err := r.watchDependents(mgr, c); err != nil { // depends.go
 		return nil, err
 	}
@@ -197,7 +200,7 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		}
 	}
 	if gs.Spec.Suspend {
-		r.drift.waits.set(key, false)
+		r.waits.set(key, false)
 		return metrics.Suspended, ctrl.Result{}, r.writeSuspended(ctx, gs, st)
 	}
 	out := r.syncOrHold(ctx, gs, st) // depends.go
@@ -206,7 +209,7 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		// first (monorepo.go). The revision is resolved and fetched.
 		return metrics.Yielded, ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
-	r.drift.waits.set(key, out.waitsForHealth())
+	r.waits.set(key, out.waitsForHealth())
 	if err := r.report(ctx, gs, st, out); err != nil {
 		return metrics.Retry, ctrl.Result{}, err
 	}
@@ -249,7 +252,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.mu.Unlock()
 	r.targets.forget(key)
 	r.fair.forget(key)
-	r.drift.waits.set(key, false)
+	r.waits.set(key, false)
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.Forget(key)
 	r.commits.forget(key)

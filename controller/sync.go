@@ -109,7 +109,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		// From now on the watch events of the objects, our own writes'
 		// included, requeue gs: none is lost between the apply and the
 		// health check.
-		r.drift.waits.set(client.ObjectKeyFromObject(gs), true)
+		r.waits.set(client.ObjectKeyFromObject(gs), true)
 	}
 	r.commitApplying(gs, rev) // commitstatus.go
 	hold := &waveHold{}
@@ -120,7 +120,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	if res.Pruned != nil {
 		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
-	if err := errors.Join(classifyRun(err), r.drift.ensure(ctx, tgt.cache, objs)); err != nil {
+	if err := errors.Join(classifyRun(err), r.kinds.Watch(ctx, tgt.cache, objs)); err != nil {
 		forgetAccessOnForbidden(st, err)
 		out.err = err
 		return out

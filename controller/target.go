@@ -16,6 +16,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -161,7 +162,7 @@ func (t *targets) startRemote(ctx context.Context, cfg *rest.Config) (cluster.Cl
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = t.scheme
 		// Only managed objects: a remote cache holds no GitSyncs.
-		o.Cache = cache.Options{DefaultLabelSelector: ManagedSelector()}
+		o.Cache = cache.Options{DefaultLabelSelector: livecache.ManagedSelector()}
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("remote cluster %s: %w", cfg.Host, err)

@@ -41,7 +41,7 @@ func appliedEqual(desired, merged, live *unstructured.Unstructured, manager stri
 	_, keepStatus := desired.Object["status"]
 	// kubectl's last-applied annotation is someone else's field unless
 	// desired declares it: the apply leaves it as it is, and the agent's
-	// cache does not keep it (controller.CompactLive).
+	// cache does not keep it (livecache.CompactLive).
 	_, keepLastApplied := desired.GetAnnotations()[lastApplied]
 	if !equalValues(comparable(merged, keepStatus, keepLastApplied), comparable(live, keepStatus, keepLastApplied)) {
 		return false

@@ -31,6 +31,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
 	sourcegit "gitsync.dev/gitsync/source/git"
@@ -253,7 +254,7 @@ func (o *RunOptions) newManager(cfg *rest.Config, scheme *runtime.Scheme) (manag
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         controller.CacheOptions(byObject),
+		Cache:                         livecache.Options(byObject),
 		Metrics:                       metricsserver.Options{BindAddress: bindOrOff(o.MetricsAddr)},
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,

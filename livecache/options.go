@@ -1,4 +1,4 @@
-package controller
+package livecache
 
 import (
 	"k8s.io/apimachinery/pkg/labels"
@@ -9,7 +9,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
-// CacheOptions returns the cache options of the manager New is given:
+// Options returns the cache options of the agent's manager:
 // GitSyncs as gitsyncs selects them (namespaces, a shard label; all of them
 // when it sets no label), and of every other kind only the objects carrying
 // the owner label v1.LabelName. The appliers, drift watches and
@@ -28,7 +28,7 @@ import (
 // Cached objects keep only what the agent reads (CompactLive): gitsync's
 // own managedFields entries, not other managers' nor kubectl's
 // last-applied annotation.
-func CacheOptions(gitsyncs cache.ByObject) cache.Options {
+func Options(gitsyncs cache.ByObject) cache.Options {
 	if gitsyncs.Label == nil {
 		gitsyncs.Label = labels.Everything()
 	}

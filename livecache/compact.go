@@ -1,4 +1,4 @@
-package controller
+package livecache
 
 import (
 	"encoding/json"

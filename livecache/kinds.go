@@ -1,0 +1,225 @@
+package livecache
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+)
+
+// InformerSyncTimeout bounds how long Prepare waits for the first listing
+// of a kind into a watch cache. A cache Get of a kind without an informer
+// starts one and blocks until it has listed, which never happens when
+// listing is refused: that wait held a worker for spec.timeout.
+const InformerSyncTimeout = 30 * time.Second
+
+// Watcher is the part of a controller Kinds registers watches with
+// (controller.Controller is one).
+type Watcher interface {
+	Watch(src source.Source) error
+}
+
+// Kinds are the kinds GitSyncs applied, per watch cache (the local
+// cluster's or a remote one's): whether each kind's informer has synced
+// (Prepare), and whether the controller watches it (Watch). One informer
+// per kind and cache, started on first use, serves the appliers, the
+// health checks and the watch alike.
+type Kinds struct {
+	ctrl      Watcher
+	handler   handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request]
+	predicate predicate.TypedPredicate[*unstructured.Unstructured]
+
+	mu      sync.Mutex
+	watched map[kindKey]bool
+	ready   map[kindKey]bool
+}
+
+// kindKey is one kind in one cache.
+type kindKey struct {
+	cache cache.Cache
+	gvk   schema.GroupVersionKind
+}
+
+// NewKinds returns Kinds whose watches map events of managed objects with
+// h, filtered by p, into ctrl's queue: who is requeued and when is the
+// caller's decision.
+func NewKinds(ctrl Watcher, h handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request], p predicate.TypedPredicate[*unstructured.Unstructured]) *Kinds {
+	return &Kinds{ctrl: ctrl, handler: h, predicate: p, watched: map[kindKey]bool{}, ready: map[kindKey]bool{}}
+}
+
+// ForbiddenError is a Prepare that found kinds the agent may not list or
+// watch: retrying will not help until its RBAC changes. Errs name each
+// kind with the apiserver's words (verb, resource, user).
+type ForbiddenError struct{ Errs []error }
+
+func (e *ForbiddenError) Error() string   { return oneLine(e.Errs).Error() }
+func (e *ForbiddenError) Unwrap() []error { return e.Errs }
+
+// Prepare makes every kind of objs readable from c before anything is
+// applied: each kind not read yet is first listed and watched once with
+// probe (the agent's own identity, the one c lists with), so a refusal is
+// reported at once and no informer is started to retry it forever; then
+// its informer is started and waited for, at most InformerSyncTimeout,
+// and stopped if it does not sync. A nil probe (a remote cluster) skips
+// the first step. Kinds that are not served are left to the applier, which
+// skips them and says so. A refusal is a *ForbiddenError; other failures
+// are returned joined on one line and may pass on a retry.
+func (k *Kinds) Prepare(ctx context.Context, c cache.Cache, probe client.WithWatch, objs []*unstructured.Unstructured) error {
+	if k == nil || c == nil {
+		return nil
+	}
+	var denied, failed []error
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		key := kindKey{cache: c, gvk: gvk}
+		if seen[gvk] || k.isReady(key) {
+			continue
+		}
+		seen[gvk] = true
+		// GitSyncs are cached as the manager's options say (namespaces,
+		// shard), which the probe does not know; the agent reads them anyway.
+		if probe != nil && gvk.GroupKind() != v1.GroupVersion.WithKind("GitSync").GroupKind() {
+			err := probeRead(ctx, probe, gvk)
+			switch {
+			case err == nil:
+			case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+				continue
+			case apierrors.IsForbidden(err):
+				k.drop(ctx, key)
+				denied = append(denied, fmt.Errorf("the agent cannot read %s into its watch cache: %w", gvk.Kind, err))
+				continue
+			default:
+				failed = append(failed, fmt.Errorf("%s read check failed: %w", gvk.Kind, err))
+				continue
+			}
+		}
+		if err := k.startInformer(ctx, key); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	switch {
+	case len(denied) > 0:
+		return &ForbiddenError{Errs: denied}
+	case len(failed) == 1:
+		return failed[0]
+	case len(failed) > 1:
+		return oneLine(failed)
+	}
+	return nil
+}
+
+// Watch starts watching every kind of objs in c that is not watched yet.
+func (k *Kinds) Watch(_ context.Context, c cache.Cache, objs []*unstructured.Unstructured) error {
+	if k == nil || c == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, obj := range objs {
+		key := kindKey{cache: c, gvk: obj.GroupVersionKind()}
+		if k.watched[key] {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(key.gvk)
+		if err := k.ctrl.Watch(source.Kind(c, u, k.handler, k.predicate)); err != nil {
+			return fmt.Errorf("watch %s for drift: %w", key.gvk.Kind, err)
+		}
+		k.watched[key] = true
+	}
+	return nil
+}
+
+// probeRead lists one managed object of gvk and opens a watch from there,
+// as the cache's informer would.
+func probeRead(ctx context.Context, c client.WithWatch, gvk schema.GroupVersionKind) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.List(ctx, list, client.Limit(1), client.MatchingLabelsSelector{Selector: ManagedSelector()}); err != nil {
+		return err
+	}
+	w, err := c.Watch(ctx, list, &client.ListOptions{
+		LabelSelector: ManagedSelector(),
+		Raw:           &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()},
+	})
+	if err != nil {
+		return err
+	}
+	w.Stop()
+	return nil
+}
+
+// startInformer starts key's informer and waits until it has listed.
+func (k *Kinds) startInformer(ctx context.Context, key kindKey) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(key.gvk)
+	inf, err := key.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+	if err != nil {
+		// Not served, or discovery failed: the applier meets the same
+		// error at once and reports it per object.
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, InformerSyncTimeout)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+		k.drop(ctx, key)
+		return fmt.Errorf("%s watch cache did not sync within %s: check that the agent may list and watch it", key.gvk.Kind, InformerSyncTimeout)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ready[key] = true
+	return nil
+}
+
+func (k *Kinds) isReady(key kindKey) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ready[key]
+}
+
+// drop stops key's informer, if any, so a refused list is not retried
+// (and logged) forever; its watch is registered again once the kind is
+// readable.
+func (k *Kinds) drop(ctx context.Context, key kindKey) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(key.gvk)
+	_ = key.cache.RemoveInformer(ctx, u)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.ready, key)
+	delete(k.watched, key)
+}
+
+// oneLine joins errors on one line, for a condition message; errors.Is and
+// errors.As still see each of them.
+type oneLine []error
+
+func (e oneLine) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
+	}
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e oneLine) Unwrap() []error { return e }
