@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/cluster"
 )
 
 // Before the first object of a revision is applied, the reconciler makes
@@ -56,17 +57,17 @@ func (k accessKey) String() string {
 // accessMemo is what one GitSync's target was allowed to do.
 type accessMemo struct {
 	mu      sync.Mutex
-	target  *target
+	target  *cluster.Target
 	allowed map[accessKey]bool
 }
 
-func (m *accessMemo) has(tgt *target, k accessKey) bool {
+func (m *accessMemo) has(tgt *cluster.Target, k accessKey) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.target == tgt && m.allowed[k]
 }
 
-func (m *accessMemo) allow(tgt *target, k accessKey) {
+func (m *accessMemo) allow(tgt *cluster.Target, k accessKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.target != tgt {
@@ -84,8 +85,8 @@ func (m *accessMemo) forget() {
 // checkWrites asks, for each kind and namespace of objs, whether tgt's
 // identity may patch there. Kinds the mapper does not know are left to the
 // applier (their CRD may be in objs).
-func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured) error {
-	mapper := tgt.direct.RESTMapper()
+func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured) error {
+	mapper := tgt.Client.RESTMapper()
 	var keys []accessKey
 	for _, obj := range objs {
 		m, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
@@ -112,7 +113,7 @@ func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st 
 // remembers the allowed ones and returns the refused ones, sorted, each
 // with the authorizer's reason. A review that fails is retried later with
 // reason.
-func askAccess(ctx context.Context, st *syncState, tgt *target, keys []accessKey, reason string) ([]string, error) {
+func askAccess(ctx context.Context, st *syncState, tgt *cluster.Target, keys []accessKey, reason string) ([]string, error) {
 	seen := map[accessKey]bool{}
 	var denied []string
 	for _, k := range keys {
@@ -120,7 +121,7 @@ func askAccess(ctx context.Context, st *syncState, tgt *target, keys []accessKey
 			continue
 		}
 		seen[k] = true
-		ok, why, err := review(ctx, tgt.direct, k)
+		ok, why, err := review(ctx, tgt.Client, k)
 		if err != nil {
 			return nil, retry(reason, fmt.Errorf("access review (%s) failed: %w", k, err))
 		}
@@ -176,12 +177,12 @@ func forgetAccessOnForbidden(st *syncState, err error) {
 // preflight checks, before anything of the revision is applied, that the
 // agent can read each kind of objs into tgt's watch cache and that gs's
 // writer may patch it.
-func (r *GitSyncReconciler) preflight(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured) error {
+func (r *GitSyncReconciler) preflight(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured) error {
 	var probe client.WithWatch
-	if tgt.cache == r.targets.cache {
+	if !tgt.Remote {
 		probe = r.probe // a remote cache lists with the kubeconfig's identity
 	}
-	readErr := classifyKinds(r.kinds.Prepare(ctx, tgt.cache, probe, objs))
+	readErr := classifyKinds(r.kinds.Prepare(ctx, tgt.Cache, probe, objs))
 	if readErr != nil && !asSyncError(readErr, "").Stalled {
 		return readErr
 	}

@@ -9,6 +9,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/source/git"
@@ -162,6 +163,23 @@ func classifyKinds(err error) error {
 		return nil
 	case errors.As(err, &fe):
 		return stalled(v1.ReasonForbidden, err)
+	}
+	return retry(v1.ReasonApplyFailed, err)
+}
+
+// classifyTarget sorts a failure to reach gs's target cluster: a refused or
+// malformed kubeconfig is permanent until its Secret changes; anything else
+// (the Secret unreadable, the remote not answering) is retried.
+func classifyTarget(err error) error {
+	var ke *cluster.KubeconfigError
+	var se *syncError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return err // the kubeconfig Secret's read, classified already
+	case errors.As(err, &ke):
+		return stalled(v1.ReasonInvalidSpec, err)
 	}
 	return retry(v1.ReasonApplyFailed, err)
 }

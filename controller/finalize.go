@@ -68,12 +68,12 @@ func (r *GitSyncReconciler) cleanup(ctx context.Context, gs *v1.GitSync) (*inven
 	if err != nil || inv.Len() == 0 {
 		return nil, inventory.New(), err
 	}
-	tgt, err := r.targets.get(ctx, r.reader.For(gs, nil), gs, false)
+	tgt, err := r.target(ctx, r.reader.For(gs, nil), gs, false)
 	if err != nil {
 		return nil, inv, err
 	}
 	if gs.Spec.DeletionPolicy == v1.DeletionPolicyOrphan {
-		res, err := inventory.Orphan(ctx, tgt.direct, inv, gs.Name, gs.Namespace)
+		res, err := inventory.Orphan(ctx, tgt.Client, inv, gs.Name, gs.Namespace)
 		if res == nil {
 			return nil, inv, err
 		}
@@ -84,11 +84,11 @@ func (r *GitSyncReconciler) cleanup(ctx context.Context, gs *v1.GitSync) (*inven
 		return nil, inv, err
 	}
 	opts := rails.ForDeletion()
-	plan, err := inventory.Plan(ctx, tgt.direct, inv, inventory.New(), opts)
+	plan, err := inventory.Plan(ctx, tgt.Client, inv, inventory.New(), opts)
 	if err != nil {
 		return nil, inv, err
 	}
-	res, err := plan.Execute(ctx, tgt.direct)
+	res, err := plan.Execute(ctx, tgt.Client)
 	if res == nil {
 		return nil, inv, errors.Join(err, errors.New("prune returned no result"))
 	}

@@ -23,6 +23,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
@@ -40,7 +41,7 @@ type GitSyncReconciler struct {
 	recorder  events.EventRecorder
 	opts      Options
 	clock     clock.Clock
-	targets   *targets
+	targets   *cluster.Targets
 	backoff   *backoff
 	kinds     *livecache.Kinds // the kinds applied, watched for drift
 	waits     *waitSet         // GitSyncs whose objects' status changes requeue them
@@ -88,18 +89,14 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 	}
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})
 	r.gitEgress = remote.LimitHosts(opts.Egress, opts.Limits.GitHostConcurrency)
-	local, err := newClusterClients(mgr.GetConfig(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), mgr.GetScheme(), opts.QPS, opts.Burst)
-	if err != nil {
+	if r.targets, err = cluster.New(cluster.Options{
+		Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(),
+		Cache: mgr.GetCache(), Apply: opts.Apply, QPS: opts.QPS, Burst: opts.Burst,
+		AllowExec: opts.AllowExecPlugins, Egress: &r.opts.Egress, RunContext: r.baseContext,
+	}); err != nil {
 		return nil, err
 	}
-	r.targets = &targets{
-		local: local,
-		cache: mgr.GetCache(), scheme: mgr.GetScheme(), qps: opts.QPS, burst: opts.Burst,
-		base: opts.Apply, runCtx: r.baseContext,
-		kubeconfig: kubeconfigOptions{allowExec: opts.AllowExecPlugins, dialer: &r.opts.Egress},
-		byKey:      map[types.NamespacedName]*target{}, defaultAccount: opts.DefaultServiceAccount,
-	}
-	r.probe = local.agent().direct
+	r.probe = r.targets.Agent()
 	if r.reader, err = newTenantReader(mgr, opts, r.Trigger, r.baseContext); err != nil {
 		return nil, err
 	}
@@ -250,7 +247,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.states, key)
 	r.mu.Unlock()
-	r.targets.forget(key)
+	r.targets.Forget(key)
 	r.fair.forget(key)
 	r.waits.set(key, false)
 	r.backoff.setCap(key, 0)

@@ -11,6 +11,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/redact"
@@ -74,7 +75,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	defer scrub(red, out)
 	view := r.reader.For(gs, red)
 	refresh := st.needsResolve(gs, r.clock.Now())
-	tgt, err := r.targets.get(ctx, view, gs, refresh)
+	tgt, err := r.target(ctx, view, gs, refresh)
 	if err != nil {
 		out.err = err
 		return out
@@ -120,7 +121,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	if res.Pruned != nil {
 		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
-	if err := errors.Join(classifyRun(err), r.kinds.Watch(ctx, tgt.cache, objs)); err != nil {
+	if err := errors.Join(classifyRun(err), r.kinds.Watch(ctx, tgt.Cache, objs)); err != nil {
 		forgetAccessOnForbidden(st, err)
 		out.err = err
 		return out
@@ -145,8 +146,8 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 // judgeWait reads the health of the objects rev applied and says whether
 // gs still waits for them (a message and when to look again at the latest),
 // is Stalled on them, or is done.
-func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision) (string, time.Duration, error) {
-	pending, err := healthOf(ctx, tgt.cache, objs, cs)
+func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision) (string, time.Duration, error) {
+	pending, err := healthOf(ctx, tgt.Cache, objs, cs)
 	if err != nil {
 		return "", 0, retry(v1.ReasonHealthCheckFailed, err)
 	}
@@ -208,9 +209,9 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 // owner, and the agent's prune rails with gs's overrides. An invalid
 // prune-max-share annotation turns pruning off for this run (the objects
 // are still applied and recorded) and is reported by sync.
-func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *target) (engine.Options, error) {
+func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *cluster.Target) (engine.Options, error) {
 	opts := engine.DefaultOptions()
-	opts.Applier, opts.Client, opts.Prune = tgt.applier, tgt.direct, gs.Spec.Prune
+	opts.Applier, opts.Client, opts.Prune = tgt.Applier, tgt.Client, gs.Spec.Prune
 	rails, err := r.pruneRails(gs)
 	if err != nil {
 		opts.Prune = false

@@ -1,4 +1,4 @@
-package controller
+package cluster
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func TestIdentitiesShareClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newClusterClients(cfg, meta.NewDefaultRESTMapper(nil), hc, clientgoscheme.Scheme, 0, 0)
+	c, err := newClients(cfg, meta.NewDefaultRESTMapper(nil), hc, clientgoscheme.Scheme, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

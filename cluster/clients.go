@@ -1,4 +1,4 @@
-package controller
+package cluster
 
 import (
 	"fmt"
@@ -13,14 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// clusterClients are the connections to one cluster that every GitSync
+// clients are the connections to one cluster that every GitSync
 // writing to it shares: one REST mapper (discovery runs once per cluster,
 // not once per GitSync), one client-side request budget, and one HTTP client
 // and one pair of uncached clients per identity (the agent's own, or an
 // impersonated ServiceAccount's: impersonation is a header added by the HTTP
 // client's transport, so identities never share one). A client keeps a REST
 // client per kind it has used, so one pair per GitSync grew with the fleet.
-type clusterClients struct {
+type clients struct {
 	// cfg is the cluster's config with the shared rate limiter.
 	cfg    *rest.Config
 	mapper meta.RESTMapper
@@ -38,17 +38,17 @@ type identityClient struct {
 	users int
 }
 
-// newClusterClients shares mapper and hc (built from cfg, the agent's own
+// newClients shares mapper and hc (built from cfg, the agent's own
 // identity) between every GitSync of the cluster, with one rate limiter of
 // qps and burst for all of them; qps <= 0 turns client-side limiting off.
-func newClusterClients(cfg *rest.Config, mapper meta.RESTMapper, hc *http.Client, scheme *runtime.Scheme, qps float32, burst int) (*clusterClients, error) {
+func newClients(cfg *rest.Config, mapper meta.RESTMapper, hc *http.Client, scheme *runtime.Scheme, qps float32, burst int) (*clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	if qps > 0 {
 		cfg.QPS, cfg.Burst = qps, max(burst, 1)
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, cfg.Burst)
 	}
-	c := &clusterClients{cfg: cfg, mapper: mapper, scheme: scheme, byUser: map[string]*identityClient{}}
+	c := &clients{cfg: cfg, mapper: mapper, scheme: scheme, byUser: map[string]*identityClient{}}
 	agent, err := c.newIdentity(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ type identity struct {
 	release func()
 }
 
-func (c *clusterClients) newIdentity(cfg *rest.Config, hc *http.Client) (identity, error) {
+func (c *clients) newIdentity(cfg *rest.Config, hc *http.Client) (identity, error) {
 	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: c.scheme, HTTPClient: hc, Mapper: c.mapper})
 	if err != nil {
 		return identity{}, err
@@ -81,14 +81,14 @@ func (c *clusterClients) newIdentity(cfg *rest.Config, hc *http.Client) (identit
 }
 
 // agent returns the agent's own identity.
-func (c *clusterClients) agent() identity {
+func (c *clients) agent() identity {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byUser[""].identity
 }
 
 // forUser returns the identity of user ("" for the agent's own).
-func (c *clusterClients) forUser(user string) (identity, error) {
+func (c *clients) forUser(user string) (identity, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if user == "" {
@@ -118,7 +118,7 @@ func (c *clusterClients) forUser(user string) (identity, error) {
 	return id, nil
 }
 
-func (c *clusterClients) drop(user string, ic *identityClient) {
+func (c *clients) drop(user string, ic *identityClient) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ic.users--

@@ -1,4 +1,4 @@
-package controller
+package cluster
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/yaml"
 
-	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
 )
 
@@ -31,55 +30,58 @@ import (
 // ServiceAccount token (tokenFile: /var/run/secrets/...) to a host the
 // tenant controls.
 
-// kubeconfigOptions is what the operator allows beyond data-only
-// kubeconfigs.
-type kubeconfigOptions struct {
-	// allowExec lets exec credential plugins run (gitsync run
-	// --allow-kubeconfig-exec): the operator vouches for every kubeconfig.
-	allowExec bool
-	// dialer is the only way connections to the remote cluster are opened.
-	dialer *egress.Dialer
-}
+// KubeconfigError is a spec.kubeConfig Secret that is refused or malformed:
+// no key, not a kubeconfig, a field naming a file, a program or a proxy, a
+// server that is no http(s) URL or that the egress policy denies. It names
+// the Secret and the field, never a value, and retrying the same Secret
+// cannot fix it.
+type KubeconfigError struct{ Err error }
 
-// remoteConfig builds the rest.Config of the kubeconfig in key of s ("value"
-// when empty). A refused or malformed kubeconfig is a stalled error naming
-// the field; a server whose name does not resolve is retried.
-func remoteConfig(ctx context.Context, s *corev1.Secret, key string, opts kubeconfigOptions) (*rest.Config, error) {
+func (e *KubeconfigError) Error() string { return e.Err.Error() }
+func (e *KubeconfigError) Unwrap() error { return e.Err }
+
+func invalid(err error) error { return &KubeconfigError{Err: err} }
+
+// configFromSecret builds the rest.Config of the kubeconfig in key of s
+// ("value" when empty), dialing only through dialer. A refused or malformed
+// kubeconfig is a *KubeconfigError naming the field; a server whose name
+// does not resolve is a plain error (it may resolve later).
+func configFromSecret(ctx context.Context, s *corev1.Secret, key string, allowExec bool, dialer *egress.Dialer) (*rest.Config, error) {
 	if key == "" {
 		key = "value"
 	}
 	subject := fmt.Sprintf("Secret/%s/%s", s.Namespace, s.Name)
 	data, ok := s.Data[key]
 	if !ok {
-		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s has no key %q", subject, key))
+		return nil, invalid(fmt.Errorf("%s has no key %q", subject, key))
 	}
 	raw, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s key %q is not a kubeconfig", subject, key))
+		return nil, invalid(fmt.Errorf("%s key %q is not a kubeconfig", subject, key))
 	}
 	order, err := kubeconfigOrder(data)
 	if err != nil {
-		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s key %q is not a kubeconfig", subject, key))
+		return nil, invalid(fmt.Errorf("%s key %q is not a kubeconfig", subject, key))
 	}
-	if refused := refusedFields(raw, order, opts.allowExec); len(refused) > 0 {
-		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s kubeconfig refused: %s; kubeconfig Secrets carry credentials inline only "+
+	if refused := refusedFields(raw, order, allowExec); len(refused) > 0 {
+		return nil, invalid(fmt.Errorf("%s kubeconfig refused: %s; kubeconfig Secrets carry credentials inline only "+
 			"(token, client-certificate-data, client-key-data, certificate-authority-data, username/password)",
 			subject, strings.Join(refused, "; ")))
 	}
-	if err := checkServers(ctx, subject, raw, order, opts.dialer); err != nil {
+	if err := checkServers(ctx, subject, raw, order, dialer); err != nil {
 		return nil, err
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s kubeconfig invalid: %w", subject, err))
+		return nil, invalid(fmt.Errorf("%s kubeconfig invalid: %w", subject, err))
 	}
 	if cfg.BearerTokenFile != "" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.AuthProvider != nil ||
-		(cfg.ExecProvider != nil && !opts.allowExec) {
+		(cfg.ExecProvider != nil && !allowExec) {
 		// Unreachable after refusedFields; kept so a new clientcmd field
 		// cannot silently reintroduce a file reference.
-		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s kubeconfig refers to files or plugins", subject))
+		return nil, invalid(fmt.Errorf("%s kubeconfig refers to files or plugins", subject))
 	}
-	cfg.Dial = opts.dialer.DialContext
+	cfg.Dial = dialer.DialContext
 	// An environment proxy would be dialed instead of the server, and the
 	// egress check would judge the proxy.
 	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
@@ -121,7 +123,7 @@ func fieldPath(list string, order []string, name, field string) string {
 // a proxy, in file order.
 func refusedFields(raw *clientcmdapi.Config, order kubeconfigNames, allowExec bool) []string {
 	var out []string
-	for _, name := range sortedKeys(raw.AuthInfos, order.users) {
+	for _, name := range inFileOrder(raw.AuthInfos, order.users) {
 		ai := raw.AuthInfos[name]
 		for _, f := range []struct {
 			field string
@@ -139,7 +141,7 @@ func refusedFields(raw *clientcmdapi.Config, order kubeconfigNames, allowExec bo
 			}
 		}
 	}
-	for _, name := range sortedKeys(raw.Clusters, order.clusters) {
+	for _, name := range inFileOrder(raw.Clusters, order.clusters) {
 		c := raw.Clusters[name]
 		if c.CertificateAuthority != "" {
 			out = append(out, fieldPath("clusters", order.clusters, name, "certificate-authority")+" names a file on the agent's disk")
@@ -151,8 +153,8 @@ func refusedFields(raw *clientcmdapi.Config, order kubeconfigNames, allowExec bo
 	return out
 }
 
-// sortedKeys returns m's keys in file order, then any the order misses.
-func sortedKeys[T any](m map[string]T, order []string) []string {
+// inFileOrder returns m's keys in file order, then any the order misses.
+func inFileOrder[T any](m map[string]T, order []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, n := range order {
@@ -172,18 +174,18 @@ func sortedKeys[T any](m map[string]T, order []string) []string {
 // checkServers refuses a cluster whose server is not an http(s) URL or whose
 // host the egress policy denies; a name that does not resolve is retried.
 func checkServers(ctx context.Context, subject string, raw *clientcmdapi.Config, order kubeconfigNames, dialer *egress.Dialer) error {
-	for _, name := range sortedKeys(raw.Clusters, order.clusters) {
+	for _, name := range inFileOrder(raw.Clusters, order.clusters) {
 		field := subject + " kubeconfig " + fieldPath("clusters", order.clusters, name, "server")
 		u, err := url.Parse(raw.Clusters[name].Server)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
-			return stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s is not an http(s) URL", field))
+			return invalid(fmt.Errorf("%s is not an http(s) URL", field))
 		}
 		if _, err := dialer.Resolve(ctx, u.Hostname()); err != nil {
 			var denied *egress.DeniedError
 			if errors.As(err, &denied) {
-				return stalled(v1.ReasonInvalidSpec, fmt.Errorf("%s refused: %w", field, err))
+				return invalid(fmt.Errorf("%s refused: %w", field, err))
 			}
-			return retry(v1.ReasonApplyFailed, fmt.Errorf("%s: %w", field, err))
+			return fmt.Errorf("%s: %w", field, err)
 		}
 	}
 	return nil
