@@ -14,6 +14,12 @@
 // a credential: a host's answer is reduced to its status code and a short
 // message with the credentials cut out.
 //
-// The package decides nothing about when to post: the caller remembers what
-// it posted and posts only on change.
+// Queue sends reports for many GitSyncs without holding any of them: one
+// queue and one sender per GitSync, the newest reports kept while a host
+// is slow, a report that says what the last one said dropped, so the
+// caller may queue on every pass and a converged GitSync posts nothing.
+//
+// The package decides nothing about what to post or when: the caller says
+// what happened to a commit; and it reads no Secret itself (the caller's
+// post function reads the credentials and builds the Poster).
 package commitstatus

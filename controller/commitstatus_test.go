@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
 )
 
 const hostToken = "tenant-token-7"
@@ -204,8 +203,7 @@ func TestCommitStatusHostFailures(t *testing.T) {
 	// Checked by posting from the reconcile itself: the GitSync then never
 	// becomes Ready while the host holds the request.
 	t.Run("hanging", func(t *testing.T) {
-		c, ns, rp, a := commitStatusCase(t, agentOptions{})
-		controller.SetCommitStatusTimeout(a.rec, 10*time.Minute)
+		c, ns, rp, _ := commitStatusCase(t, agentOptions{commitStatusTimeout: 10 * time.Minute})
 		release := make(chan struct{})
 		host := newGiteaStandIn(t, func(_ http.ResponseWriter, r *http.Request) bool {
 			select {

@@ -152,6 +152,8 @@ type agentOptions struct {
 	// fairShare keeps the agent's per-namespace share of the workers
 	// (Options.NamespaceShare's default); other tests run without it.
 	fairShare bool
+	// commitStatusTimeout, when set, bounds one commit status post.
+	commitStatusTimeout time.Duration
 }
 
 // startAgent runs the reconciler for GitSyncs in one namespace until the
@@ -220,6 +222,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	if !o.fairShare {
 		opts.NamespaceShare = -1
 	}
+	opts.CommitStatusTimeout = o.commitStatusTimeout
 	if !o.strictEgress {
 		opts.AllowLocalSources = true
 		opts.Egress.Policy.Allow = append(opts.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))

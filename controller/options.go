@@ -81,6 +81,10 @@ type Options struct {
 	Jitter float64
 	// Limits bound retries and connections per Git host (ratelimit.go).
 	Limits Limits
+	// CommitStatusTimeout bounds one spec.commitStatus post, the Secret
+	// read included; zero means commitstatus.DefaultTimeout. Tests
+	// lengthen it.
+	CommitStatusTimeout time.Duration
 	// Metrics, when set, receives reconcile, apply and prune counts.
 	Metrics *metrics.Metrics
 	// QPS and Burst are the client-side request budget of all GitSyncs

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/cluster"
+	"gitsync.dev/gitsync/commitstatus"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
@@ -55,7 +57,9 @@ type GitSyncReconciler struct {
 	// can be listed and watched before its informer starts (informers.go).
 	probe client.WithWatch
 
-	commits commitStatuses // commitstatus.go
+	commits        *commitstatus.Queue
+	commitHTTPOnce sync.Once
+	commitHTTP     *http.Client // every commit status post's
 
 	mu     sync.Mutex
 	runCtx context.Context
@@ -87,6 +91,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		runCtx:    context.Background(),
 		fair:      newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
 	}
+	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})
 	r.gitEgress = remote.LimitHosts(opts.Egress, opts.Limits.GitHostConcurrency)
 	if r.targets, err = cluster.New(cluster.Options{
@@ -252,7 +257,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.waits.set(key, false)
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.Forget(key)
-	r.commits.forget(key)
+	r.commits.Forget(key)
 }
 
 // patchMeta changes gs's metadata with a merge patch that fails on a stale
