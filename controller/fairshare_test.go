@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gitsyncagent "gitsync.dev/gitsync/agent"
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source/budget"
 	"gitsync.dev/gitsync/source/render"
@@ -47,7 +48,7 @@ func (r *renders) count(owner string) (started, ended int) {
 // sandboxed is a revision cache renderer running kustomize and Helm in
 // sandbox children, as gitsync run does, noting each render in log; every
 // render still running is stopped (its child killed) when the test ends.
-func sandboxed(t *testing.T, opts sandbox.Options, log *renders) func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error) {
+func sandboxed(t *testing.T, opts sandbox.Options, log *renders) gitsyncagent.Renderer {
 	opts.Executable = sandboxtest.Child(t)
 	sb, err := sandbox.New(opts)
 	if err != nil {
@@ -55,7 +56,7 @@ func sandboxed(t *testing.T, opts sandbox.Options, log *renders) func(ctx contex
 	}
 	testCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	return func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error) {
+	return renderFunc(func(ctx context.Context, root, path string, ropts render.Options) (*render.Rendered, error) {
 		owner := budget.OwnerOf(ctx)
 		log.note(owner, true)
 		defer log.note(owner, false)
@@ -68,10 +69,15 @@ func sandboxed(t *testing.T, opts sandbox.Options, log *renders) func(ctx contex
 			case <-ctx.Done():
 			}
 		}()
-		ropts := render.DefaultOptions()
-		ropts.Settings = s
 		return sb.Render(ctx, root, path, ropts)
-	}
+	})
+}
+
+// renderFunc is a function as an agent.Renderer.
+type renderFunc func(ctx context.Context, root, path string, opts render.Options) (*render.Rendered, error)
+
+func (f renderFunc) Render(ctx context.Context, root, path string, opts render.Options) (*render.Rendered, error) {
+	return f(ctx, root, path, opts)
 }
 
 // TestFairShareAppliesAnotherTenantsCommit: with two workers, tenant a's

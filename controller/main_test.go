@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -23,20 +22,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	gitsyncagent "gitsync.dev/gitsync/agent"
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
-	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
-	"gitsync.dev/gitsync/source"
-	"gitsync.dev/gitsync/source/git"
-	"gitsync.dev/gitsync/source/render"
 )
 
 var (
@@ -110,7 +104,7 @@ func (c *counter) requests() []string {
 	return out
 }
 
-// agent is a running manager with the GitSync reconciler.
+// agent is a running agent (gitsync run's, through agent.New).
 type agent struct {
 	count   *counter
 	metrics *prometheus.Registry
@@ -146,18 +140,27 @@ type agentOptions struct {
 	limits *controller.Limits
 	// alsoNamespaces are more namespaces the agent serves beside namespace.
 	alsoNamespaces []string
-	// render, when set, is the revision cache's renderer; nil renders
-	// in-process with render.DefaultOptions.
-	render source.RenderFunc
+	// render, when set, is the revision cache's renderer (a sandbox);
+	// nil renders in-process.
+	render gitsyncagent.Renderer
 	// fairShare keeps the agent's per-namespace share of the workers
 	// (Options.NamespaceShare's default); other tests run without it.
 	fairShare bool
 	// commitStatusTimeout, when set, bounds one commit status post.
 	commitStatusTimeout time.Duration
+	// webhook, when set, is where the agent's webhook receiver serves;
+	// enqueued is told every key it enqueues.
+	webhook  net.Listener
+	enqueued func(key string, at time.Time)
+	// webhookLookup, when set, replaces how webhook Secret GETs are reused.
+	webhookLookup *controller.WebhookLookupOptions
 }
 
-// startAgent runs the reconciler for GitSyncs in one namespace until the
-// test ends.
+// startAgent starts the agent `gitsync run` starts (agent.New), for the
+// GitSyncs in one namespace, until the test ends. It differs from the
+// shipped defaults only where a test must: its own metrics registry and
+// request counter, no listeners, a short finalizer timeout, and (unless
+// strictEgress) local sources and loopback allowed.
 func startAgent(t *testing.T, o agentOptions) *agent {
 	t.Helper()
 	setup(t)
@@ -167,80 +170,51 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 		cfg = rest.CopyConfig(o.config)
 	}
 	cfg.WrapTransport = a.count.wrap
-	byObject := cache.ByObject{Namespaces: map[string]cache.Config{o.namespace: {}}}
-	for _, ns := range o.alsoNamespaces {
-		byObject.Namespaces[ns] = cache.Config{}
+	opts := gitsyncagent.DefaultOptions()
+	opts.Namespace, opts.Shard, opts.AlsoNamespaces = o.namespace, o.shard, o.alsoNamespaces
+	opts.Renderer = o.render // nil: in the agent's process
+	opts.Logger = o.logger   // zero: the global logger TestMain set
+	opts.CacheDir = t.TempDir()
+	opts.Registry = a.metrics
+	opts.WebhookListener = o.webhook
+	opts.Webhook.EnqueueAt = o.enqueued
+	if o.webhookLookup != nil {
+		opts.WebhookLookup = *o.webhookLookup
 	}
-	if o.shard != "" {
-		sel, err := labels.Parse(o.shard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byObject.Label = sel
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      livecache.Options(byObject),
-		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
-		Logger:     o.logger, // zero: the global logger TestMain set
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fetcher, err := git.NewFetcher(git.Options{Dir: t.TempDir(), Depth: 1, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	renderer := o.render
-	if renderer == nil {
-		renderer = func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error) {
-			opts := render.DefaultOptions()
-			opts.Settings = s
-			return render.Render(ctx, root, path, opts)
-		}
-	}
-	srcCache, err := source.NewCache(source.CacheOptions{Fetcher: fetcher, Render: renderer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := metrics.New(a.metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := controller.DefaultOptions()
-	opts.Fetcher, opts.Cache, opts.Metrics = fetcher, srcCache, m
-	opts.FinalizeTimeout = time.Minute
-	opts.Egress.Policy.Allow, opts.Egress.Dial, opts.Egress.Resolver = o.allowNetworks, o.dial, o.resolver
-	opts.AllowLocalSources = o.allowLocalSources
+	opts.SkipNameValidation = true // one agent per test, in one process
+	opts.SetMemoryLimit = false    // the test binary's, not an agent's
+	r := &opts.Reconciler
+	r.FinalizeTimeout = time.Minute
+	r.Egress.Policy.Allow, r.Egress.Dial, r.Egress.Resolver = o.allowNetworks, o.dial, o.resolver
+	r.AllowLocalSources = o.allowLocalSources
 	if o.concurrent > 0 {
-		opts.MaxConcurrentReconciles = o.concurrent
+		r.MaxConcurrentReconciles = o.concurrent
 	}
 	if o.limits != nil {
-		opts.Limits = *o.limits
+		r.Limits = *o.limits
 	}
 	if !o.fairShare {
-		opts.NamespaceShare = -1
+		r.NamespaceShare = -1
 	}
-	opts.CommitStatusTimeout = o.commitStatusTimeout
+	r.CommitStatusTimeout = o.commitStatusTimeout
 	if !o.strictEgress {
-		opts.AllowLocalSources = true
-		opts.Egress.Policy.Allow = append(opts.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))
+		r.AllowLocalSources = true
+		r.Egress.Policy.Allow = append(r.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))
 	}
-	a.rec, err = controller.New(mgr, opts)
+	ag, err := gitsyncagent.New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cache = mgr.GetCache()
+	a.rec, a.cache = ag.Reconciler(), ag.Manager().GetCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	go func() { done <- ag.Start(ctx) }()
 	var once sync.Once
 	a.stop = func() {
 		once.Do(func() {
 			cancel()
 			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
+				t.Errorf("agent: %v", err)
 			}
 		})
 	}

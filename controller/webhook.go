@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -13,11 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/source/git"
-	"gitsync.dev/gitsync/source/webhook"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -25,18 +21,8 @@ import (
 // secret (HMAC key, or GitLab token).
 const WebhookSecretKey = "token"
 
-// IndexByURL registers v1.IndexSourceURL with mgr's cache.
-func IndexByURL(ctx context.Context, mgr manager.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &v1.GitSync{}, v1.IndexSourceURL, func(obj client.Object) []string {
-		gs := obj.(*v1.GitSync)
-		if gs.Spec.Webhook == nil {
-			return nil
-		}
-		return []string{git.NormalizeRepoURL(gs.Spec.Source.URL)}
-	})
-}
-
-// WebhookLookupOptions configure WebhookLookup.
+// WebhookLookupOptions configure how webhook Secrets are read with GETs
+// (WebhookSecretReader, and WebhookSecret where watching is refused).
 type WebhookLookupOptions struct {
 	// SecretTTL is how long a webhook Secret read is reused. Lookup runs
 	// before a signature can be checked, so without it every unauthenticated
@@ -52,30 +38,28 @@ func DefaultWebhookLookupOptions() WebhookLookupOptions {
 	return WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clock.RealClock{}}
 }
 
-// WebhookLookup returns a webhook.Options.Lookup: the GitSyncs with
-// a webhook whose source URL normalises to repoURL, found through v1.IndexSourceURL
-// in gitsyncs (the manager's cache), with their secret read from secrets.
-// Secrets are read with one GET per Secret and TTL, concurrent lookups
+// WebhookSecretReader returns how a webhook GitSync's secret is read with
+// one GET per Secret and opts.SecretTTL over secrets, concurrent reads
 // sharing it, instead of a cluster-wide Secret informer, which would hold
-// every Secret in memory. The agent uses the reconciler's WebhookLookup,
+// every Secret in memory. The agent uses the reconciler's WebhookSecret,
 // which reads them from its Secret watch instead.
-func WebhookLookup(gitsyncs, secrets client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []webhook.Target {
+func WebhookSecretReader(secrets client.Reader, opts WebhookLookupOptions) func(context.Context, *v1.GitSync) ([]byte, bool) {
 	cache := newSecretCache(secrets, opts)
-	return webhookLookup(gitsyncs, func(ctx context.Context, _ *v1.GitSync, key types.NamespacedName) ([]byte, bool) {
-		return cache.get(ctx, key)
-	})
+	return func(ctx context.Context, gs *v1.GitSync) ([]byte, bool) {
+		return cache.get(ctx, webhookSecretKey(gs))
+	}
 }
 
-// WebhookLookup is the agent's webhook.Options.Lookup: like the
-// package's WebhookLookup, but webhook Secrets are served by the agent's
-// Secret watch (secretwatch.go), so requests to the webhook port, signed or
-// not, cause no API request once a Secret's watch has synced, and a
-// rotated secret is used as soon as the watch sees it. Where the agent may
-// not list and watch a Secret, it is read with one GET per
+// WebhookSecret is how the agent's webhook lookup reads a GitSync's
+// secret: from the agent's Secret watch, so requests to the webhook port,
+// signed or not, cause no API request once a Secret's watch has synced,
+// and a rotated secret is used as soon as the watch sees it. Where the
+// agent may not list and watch a Secret, it is read with one GET per
 // opts.SecretTTL, concurrent lookups sharing it.
-func (r *GitSyncReconciler) WebhookLookup(gitsyncs client.Reader, opts WebhookLookupOptions) func(ctx context.Context, repoURL string) []webhook.Target {
+func (r *GitSyncReconciler) WebhookSecret(opts WebhookLookupOptions) func(context.Context, *v1.GitSync) ([]byte, bool) {
 	refused := newSecretCache(r.apiReader, opts)
-	return webhookLookup(gitsyncs, func(ctx context.Context, gs *v1.GitSync, key types.NamespacedName) ([]byte, bool) {
+	return func(ctx context.Context, gs *v1.GitSync) ([]byte, bool) {
+		key := webhookSecretKey(gs)
 		view := r.reader.For(gs, nil)
 		ref := tenant.Ref{Kind: tenant.KindSecret, Name: key.Name, Field: "spec.webhook.secretRef"}
 		if r.reader.Refused(tenant.KindSecret, key) {
@@ -92,35 +76,11 @@ func (r *GitSyncReconciler) WebhookLookup(gitsyncs client.Reader, opts WebhookLo
 			return nil, false
 		}
 		return s.Data[WebhookSecretKey], true
-	})
+	}
 }
 
-// webhookLookup finds the webhook GitSyncs of a repository URL through
-// v1.IndexSourceURL and reads each one's secret with secretOf.
-func webhookLookup(gitsyncs client.Reader, secretOf func(context.Context, *v1.GitSync, types.NamespacedName) ([]byte, bool)) func(ctx context.Context, repoURL string) []webhook.Target {
-	return func(ctx context.Context, repoURL string) []webhook.Target {
-		list := &v1.GitSyncList{}
-		if err := gitsyncs.List(ctx, list, client.MatchingFields{v1.IndexSourceURL: repoURL}); err != nil {
-			return nil
-		}
-		var out []webhook.Target
-		for i := range list.Items {
-			gs := &list.Items[i]
-			if gs.Spec.Webhook == nil || gs.Spec.Suspend {
-				continue
-			}
-			secret, ok := secretOf(ctx, gs, types.NamespacedName{Namespace: gs.Namespace, Name: gs.Spec.Webhook.SecretRef.Name})
-			if !ok {
-				continue
-			}
-			out = append(out, webhook.Target{
-				Key:    gs.Namespace + "/" + gs.Name,
-				Branch: gs.Spec.Source.Ref.Branch,
-				Secret: secret,
-			})
-		}
-		return out
-	}
+func webhookSecretKey(gs *v1.GitSync) types.NamespacedName {
+	return types.NamespacedName{Namespace: gs.Namespace, Name: gs.Spec.Webhook.SecretRef.Name}
 }
 
 // secretCache remembers webhook secrets (and their absence) for a TTL;
@@ -188,14 +148,4 @@ func (c *secretCache) remember(key types.NamespacedName, e cachedSecret) {
 func ParseKey(key string) (types.NamespacedName, bool) {
 	ns, name, ok := strings.Cut(key, "/")
 	return types.NamespacedName{Namespace: ns, Name: name}, ok && ns != "" && name != ""
-}
-
-// RequestReconcile sets v1.AnnotationRequestedAt on the GitSync key to now,
-// which makes the leading agent reconcile it with a fresh look at its
-// remote. Replicas that do not lead use it to forward webhooks.
-func RequestReconcile(ctx context.Context, c client.Client, key types.NamespacedName) error {
-	gs := &v1.GitSync{}
-	gs.Name, gs.Namespace = key.Name, key.Namespace
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1.AnnotationRequestedAt, time.Now().UTC().Format(time.RFC3339Nano)))
-	return c.Patch(ctx, gs, client.RawPatch(types.MergePatchType, patch))
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -18,13 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
-	"gitsync.dev/gitsync/source/git"
-	"gitsync.dev/gitsync/source/webhook"
 )
 
 // signedPush posts a GitHub push of repoURL's main branch signed with
@@ -59,12 +55,24 @@ func signedPush(t *testing.T, hookURL, repoURL string, secret []byte, delivery s
 // the Secrets from its watch: the flood causes no Secret request at the
 // apiserver. A rotated secret is used as soon as the watch sees it.
 //
-// Checked by building the lookup with controller.WebhookLookup over the
-// API reader (the 30 s cache): the flood after expiry reads the Secrets.
+// Checked by having the agent read webhook secrets with
+// controller.WebhookSecretReader over the API reader (the 30 s cache): the
+// flood after expiry reads the Secrets.
 func TestWebhookFloodReadsNoSecrets(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
-	a := startAgent(t, agentOptions{namespace: ns})
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	var mu sync.Mutex
+	var enqueued []string
+	ln := listenLoopback(t)
+	a := startAgent(t, agentOptions{namespace: ns, webhook: ln,
+		webhookLookup: &controller.WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clk},
+		enqueued: func(key string, _ time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			enqueued = append(enqueued, key)
+		}})
+	hookURL := "http://" + ln.Addr().String()
 	ctx := context.Background()
 	repoURL := "http://127.0.0.1:1/org/mono.git" // refused at once: the GitSyncs only need to exist
 	for i := range 5 {
@@ -84,35 +92,6 @@ func TestWebhookFloodReadsNoSecrets(t *testing.T) {
 		}
 	}
 
-	// GitSyncs by URL, as gitsync run indexes the manager's cache.
-	informers, err := cache.New(env.Config, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := informers.IndexField(cctx, &v1.GitSync{}, v1.IndexSourceURL, func(o client.Object) []string {
-		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(cctx) }()
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	var mu sync.Mutex
-	var enqueued []string
-	ropts := webhook.DefaultOptions()
-	ropts.Lookup = a.rec.WebhookLookup(informers, controller.WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clk})
-	ropts.Enqueue = func(key string) {
-		mu.Lock()
-		defer mu.Unlock()
-		enqueued = append(enqueued, key)
-	}
-	recv, err := webhook.NewReceiver(ropts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := httptest.NewServer(recv)
-	defer hook.Close()
 	taken := func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -123,11 +102,11 @@ func TestWebhookFloodReadsNoSecrets(t *testing.T) {
 
 	// A good push for hook-0's ten GitSyncs: all are known and watched.
 	eventually(t, "a signed push enqueues hook-0's GitSyncs", func(context.Context) (bool, error) {
-		signedPush(t, hook.URL, repoURL, []byte("secret-0"), fmt.Sprint("good-", time.Now().UnixNano()))
+		signedPush(t, hookURL, repoURL, []byte("secret-0"), fmt.Sprint("good-", time.Now().UnixNano()))
 		return len(taken()) == 10, nil
 	})
 	for i := range 5 { // every Secret's watch has started and synced
-		signedPush(t, hook.URL, repoURL, []byte(fmt.Sprint("secret-", i)), fmt.Sprint("warm-", i))
+		signedPush(t, hookURL, repoURL, []byte(fmt.Sprint("secret-", i)), fmt.Sprint("warm-", i))
 	}
 	taken()
 	clk.SetTime(clk.Now().Add(31 * time.Second))
@@ -137,7 +116,7 @@ func TestWebhookFloodReadsNoSecrets(t *testing.T) {
 	for w := range 16 {
 		wg.Go(func() {
 			for i := range 25 {
-				if code := signedPush(t, hook.URL, repoURL, []byte("wrong"), fmt.Sprintf("flood-%d-%d", w, i)); code != http.StatusAccepted {
+				if code := signedPush(t, hookURL, repoURL, []byte("wrong"), fmt.Sprintf("flood-%d-%d", w, i)); code != http.StatusAccepted {
 					t.Errorf("flood request answered %d, want 202", code)
 				}
 			}
@@ -166,7 +145,7 @@ func TestWebhookFloodReadsNoSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the rotated secret verifies", func(context.Context) (bool, error) {
-		signedPush(t, hook.URL, repoURL, []byte("rotated"), fmt.Sprint("rotated-", time.Now().UnixNano()))
+		signedPush(t, hookURL, repoURL, []byte("rotated"), fmt.Sprint("rotated-", time.Now().UnixNano()))
 		return len(taken()) == 10, nil
 	})
 }

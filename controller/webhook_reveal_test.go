@@ -8,8 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,58 +18,41 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
-	"gitsync.dev/gitsync/source/git"
-	"gitsync.dev/gitsync/source/webhook"
 )
 
-// webhookAgent is a running agent with the receiver `gitsync run` serves in
-// front of it, behind a real loopback HTTP server.
+// webhookAgent is a running agent serving its webhook receiver on a
+// loopback listener, as `gitsync run --webhook-addr` does.
 type webhookAgent struct {
 	*agent
 	url      string
 	enqueued atomic.Int32
 }
 
-// startWebhookAgent starts the agent for ns and its webhook receiver, wired
-// as `gitsync run` wires them: lookup by URL index and Secret, Observe for
-// metrics and events, Enqueue to the reconciler's Trigger (counted).
+// startWebhookAgent starts the agent for ns with its webhook receiver
+// (lookup by URL index and Secret watch, Observe for metrics and events,
+// enqueues to the reconciler), counting the keys the receiver enqueues.
 func startWebhookAgent(t *testing.T, ns string) *webhookAgent {
 	t.Helper()
-	w := &webhookAgent{agent: startAgent(t, agentOptions{namespace: ns})}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	informers, err := cache.New(env.Config, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := informers.IndexField(ctx, &v1.GitSync{}, v1.IndexSourceURL, func(o client.Object) []string {
-		return []string{git.NormalizeRepoURL(o.(*v1.GitSync).Spec.Source.URL)}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	opts := webhook.DefaultOptions()
-	opts.Lookup = controller.WebhookLookup(informers, env.Client, controller.DefaultWebhookLookupOptions())
-	opts.Observe = w.rec.WebhookObserver()
-	opts.Enqueue = func(key string) {
-		w.enqueued.Add(1)
-		if nn, ok := controller.ParseKey(key); ok {
-			w.rec.Trigger(nn)
-		}
-	}
-	rcv, err := webhook.NewReceiver(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(rcv)
-	t.Cleanup(srv.Close)
-	w.url = srv.URL
+	w := &webhookAgent{}
+	ln := listenLoopback(t)
+	w.agent = startAgent(t, agentOptions{namespace: ns, webhook: ln, enqueued: func(string, time.Time) { w.enqueued.Add(1) }})
+	w.url = "http://" + ln.Addr().String()
 	return w
+}
+
+// listenLoopback returns a listener on a free loopback port; the agent
+// closes it when it stops.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }
 
 // githubPush is a GitHub push payload for repoURL's main branch at commit.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gitsyncagent "gitsync.dev/gitsync/agent"
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/source/git"
@@ -62,7 +63,7 @@ func TestWebhookLookupReusesSecretReads(t *testing.T) {
 
 	reader := &countingReader{Reader: env.Client}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	lookup := controller.WebhookLookup(informers, reader, controller.WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clk})
+	lookup := gitsyncagent.WebhookLookup(informers, controller.WebhookSecretReader(reader, controller.WebhookLookupOptions{SecretTTL: 30 * time.Second, Clock: clk}))
 	key := git.NormalizeRepoURL(url)
 	eventually(t, "GitSync in the informer cache", func(ctx context.Context) (bool, error) {
 		return len(lookup(ctx, key)) == 1, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gitsync.dev/gitsync/agent"
 )
 
 // TestMissingNamespaceSaidOnce is the examples README's own command against a
@@ -60,7 +61,7 @@ func TestFailureMessages(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := installCRD(ctx, env.Config, env.Scheme); err != nil {
+	if err := agent.InstallCRD(ctx, env.Config, env.Scheme); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

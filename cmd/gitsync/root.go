@@ -31,7 +31,7 @@ gitsync apply, gitsync status).`,
 	cmd.AddCommand(NewDiffCmd(kube))
 	cmd.AddCommand(NewApplyCmd(kube))
 	cmd.AddCommand(NewStatusCmd(kube))
-	cmd.AddCommand(NewRunCmd(kube))
+	cmd.AddCommand(newRunCmd(kube))
 	cmd.AddCommand(NewReconcileCmd(kube))
 	cmd.AddCommand(NewSuspendCmd(kube))
 	cmd.AddCommand(NewResumeCmd(kube))

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"gitsync.dev/gitsync/agent"
 	"gitsync.dev/gitsync/controller"
 )
 
@@ -20,7 +21,7 @@ import (
 // and reason, and the reconciler's own line replaces controller-runtime's
 // "Reconciler error" for the same failure (controller.WithoutReportedErrors).
 func newLogger(format string, verbose bool) (logr.Logger, error) {
-	return buildLogger(os.Stderr, format, verbose, inCluster(), term.IsTerminal(int(os.Stderr.Fd())))
+	return buildLogger(os.Stderr, format, verbose, agent.InCluster(), term.IsTerminal(int(os.Stderr.Fd())))
 }
 
 // buildLogger is newLogger with its environment as arguments.

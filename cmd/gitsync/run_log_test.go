@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gitsync.dev/gitsync/agent"
 )
 
 // TestLoggerFormat: auto is JSON in a cluster or when stderr is not a
@@ -50,9 +51,10 @@ func TestLoggerFormat(t *testing.T) {
 
 // TestListenersLoopbackOnLaptop: unset, the listeners bind to loopback
 // outside a cluster and to every interface in one; an address given is
-// kept; "0" turns each of them off the same way.
+// kept. (That "0" turns each of them off the same way is agent's
+// TestListenerOff.)
 func TestListenersLoopbackOnLaptop(t *testing.T) {
-	cmd := NewRunCmd(nil)
+	cmd := newRunCmd(nil)
 	fs := cmd.Flags()
 	got := map[string]string{}
 	for _, f := range []string{"metrics-addr", "health-addr", "webhook-addr"} {
@@ -63,23 +65,14 @@ func TestListenersLoopbackOnLaptop(t *testing.T) {
 		t.Errorf("laptop defaults (-want +got):\n%s", diff)
 	}
 
-	o := &RunOptions{MetricsAddr: "127.0.0.1:8080", HealthAddr: "127.0.0.1:8081", WebhookAddr: "10.0.0.1:9000"}
+	o := &runOptions{agent: agent.Options{MetricsAddr: "127.0.0.1:8080", HealthAddr: "127.0.0.1:8081", WebhookAddr: "10.0.0.1:9000"}}
 	if err := fs.Set("webhook-addr", "10.0.0.1:9000"); err != nil {
 		t.Fatal(err)
 	}
 	o.listenInCluster(fs)
-	got = map[string]string{"metrics-addr": o.MetricsAddr, "health-addr": o.HealthAddr, "webhook-addr": o.WebhookAddr}
+	got = map[string]string{"metrics-addr": o.agent.MetricsAddr, "health-addr": o.agent.HealthAddr, "webhook-addr": o.agent.WebhookAddr}
 	want = map[string]string{"metrics-addr": ":8080", "health-addr": ":8081", "webhook-addr": "10.0.0.1:9000"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("in-cluster addresses (-want +got):\n%s", diff)
-	}
-
-	for _, addr := range []string{"0", ""} {
-		if !listenerOff(addr) || bindOrOff(addr) != "0" {
-			t.Errorf("%q does not turn a listener off", addr)
-		}
-	}
-	if listenerOff(":8080") {
-		t.Errorf(`":8080" turns a listener off`)
 	}
 }

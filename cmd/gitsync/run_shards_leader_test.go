@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"gitsync.dev/gitsync/agent"
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
 )
 
 // TestShardsWaitForLeader: a --shards auto replica started while a
@@ -131,7 +131,7 @@ func TestShardsAfterLeaderStops(t *testing.T) {
 	})
 	// A reconcile asked for now goes to the leader alone.
 	commit2 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "2")})
-	if err := controller.RequestReconcile(ctx, c, key); err != nil {
+	if err := agent.RequestReconcile(ctx, c, key); err != nil {
 		t.Fatal(err)
 	}
 	waitApplied(t, c, key, commit2)
@@ -142,7 +142,7 @@ func TestShardsAfterLeaderStops(t *testing.T) {
 	leader.stop(t)
 	stopped := time.Now()
 	commit3 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "3")})
-	if err := controller.RequestReconcile(ctx, c, key); err != nil {
+	if err := agent.RequestReconcile(ctx, c, key); err != nil {
 		t.Fatal(err)
 	}
 	waitApplied(t, c, key, commit3)
@@ -172,7 +172,7 @@ func startLeader(t *testing.T, leases interface {
 	t.Helper()
 	now := metav1.NewMicroTime(time.Now())
 	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: leaderElectionID(nil)},
+		ObjectMeta: metav1.ObjectMeta{Name: agent.LeaderElectionID(nil)},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To("old-leader_0000"), LeaseDurationSeconds: ptr.To[int32](leaderLeaseSeconds),
 			AcquireTime: &now, RenewTime: &now,
@@ -204,7 +204,7 @@ func (l *fakeLeader) renew() {
 			return
 		case <-ticker.C:
 		}
-		lease, err := l.leases.Get(context.Background(), leaderElectionID(nil), metav1.GetOptions{})
+		lease, err := l.leases.Get(context.Background(), agent.LeaderElectionID(nil), metav1.GetOptions{})
 		if err != nil {
 			continue
 		}
@@ -226,7 +226,7 @@ func (l *fakeLeader) stop(t *testing.T, release bool) time.Time {
 	if !release {
 		return l.renewed
 	}
-	lease, err := l.leases.Get(context.Background(), leaderElectionID(nil), metav1.GetOptions{})
+	lease, err := l.leases.Get(context.Background(), agent.LeaderElectionID(nil), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"gitsync.dev/gitsync/agent"
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/shard"
 )
 
@@ -49,7 +49,7 @@ func startShardAgent(t *testing.T, ns, name, trace string) *shardAgent {
 		"--metrics-addr", addrs[0], "--health-addr", addrs[1], "--webhook-addr", addrs[2],
 		"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources")
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	a.cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent", traceEnv+"="+trace, nameEnv+"="+name)
+	a.cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent", agent.ShardTraceEnv+"="+trace, agent.ShardNameEnv+"="+name)
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func requestAll(t *testing.T, c client.Client, ns string, n int) {
 	g.SetLimit(8)
 	for i := range n {
 		g.Go(func() error {
-			return controller.RequestReconcile(context.Background(), c, types.NamespacedName{Namespace: ns, Name: appName(i)})
+			return agent.RequestReconcile(context.Background(), c, types.NamespacedName{Namespace: ns, Name: appName(i)})
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -422,21 +422,21 @@ func TestShardFlags(t *testing.T) {
 		{args: []string{"--leader-elect"}, wantLE: true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := NewRunCmd(nil)
+			cmd := newRunCmd(nil)
 			if err := cmd.Flags().Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			o := &RunOptions{}
-			o.Shards, _ = cmd.Flags().GetString("shards")
-			o.LeaderElect, _ = cmd.Flags().GetBool("leader-elect")
+			o := &runOptions{}
+			o.shards, _ = cmd.Flags().GetString("shards")
+			o.agent.LeaderElection, _ = cmd.Flags().GetBool("leader-elect")
 			err := o.shardFlags(cmd.Flags())
 			switch {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			case tc.wantErr == "" && err != nil:
 				t.Fatal(err)
-			case tc.wantErr == "" && o.LeaderElect != tc.wantLE:
-				t.Errorf("leader election %v, want %v", o.LeaderElect, tc.wantLE)
+			case tc.wantErr == "" && o.agent.LeaderElection != tc.wantLE:
+				t.Errorf("leader election %v, want %v", o.agent.LeaderElection, tc.wantLE)
 			}
 		})
 	}

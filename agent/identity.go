@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -15,19 +15,20 @@ import (
 // serviceAccountPrefix starts the user name of every ServiceAccount.
 const serviceAccountPrefix = "system:serviceaccount:"
 
-// agentIdentity returns the namespace and ServiceAccount the agent runs as,
-// whose workload, RBAC and Namespace no prune may delete. Flags win, then
-// the chart's environment (POD_NAMESPACE, GITSYNC_SERVICE_ACCOUNT
-// from the downward API), then what the apiserver says we are (a
-// SelfSubjectReview). Not a ServiceAccount (a laptop user): both empty.
-func (o *RunOptions) agentIdentity(ctx context.Context, cfg *rest.Config) (namespace, serviceAccount string) {
-	namespace = firstNonEmpty(o.AgentNamespace, os.Getenv("POD_NAMESPACE"))
-	serviceAccount = firstNonEmpty(o.AgentServiceAccount, os.Getenv("GITSYNC_SERVICE_ACCOUNT"))
+// identity returns the namespace and ServiceAccount the agent runs as,
+// whose workload, RBAC and Namespace no prune may delete. The options win
+// (gitsync run's flags), then the chart's environment (POD_NAMESPACE,
+// GITSYNC_SERVICE_ACCOUNT from the downward API), then what the apiserver
+// says we are (a SelfSubjectReview). Not a ServiceAccount (a laptop user):
+// both empty.
+func identity(ctx context.Context, cfg *rest.Config, ns, sa string) (namespace, serviceAccount string) {
+	namespace = firstNonEmpty(ns, os.Getenv("POD_NAMESPACE"))
+	serviceAccount = firstNonEmpty(sa, os.Getenv("GITSYNC_SERVICE_ACCOUNT"))
 	if namespace != "" && serviceAccount != "" {
 		return namespace, serviceAccount
 	}
-	ns, sa := reviewSelf(ctx, cfg)
-	return firstNonEmpty(namespace, ns), firstNonEmpty(serviceAccount, sa)
+	reviewedNS, reviewedSA := reviewSelf(ctx, cfg)
+	return firstNonEmpty(namespace, reviewedNS), firstNonEmpty(serviceAccount, reviewedSA)
 }
 
 // reviewSelf asks the apiserver who the agent's credentials are, and

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -10,84 +10,60 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/internal/shard"
 )
 
-// nameEnv, for tests, sets a replica's Lease name exactly (no random
-// suffix), so the test knows each replica's share in advance.
-const nameEnv = "GITSYNC_SHARD_NAME"
+// The environment of a sharing replica, for tests: ShardNameEnv sets its
+// Lease name exactly (no random suffix), so a test knows each replica's
+// share in advance; ShardTraceEnv names a file every finished reconcile is
+// appended to, with the replica that ran it, for tests proving no GitSync
+// ran on two replicas at once. Unset in every real deployment.
+const (
+	ShardNameEnv  = "GITSYNC_SHARD_NAME"
+	ShardTraceEnv = "GITSYNC_SHARD_TRACE"
+)
 
-// shardsAuto is the --shards value that makes replicas share the GitSyncs.
-const shardsAuto = "auto"
-
-// traceEnv names a file every finished reconcile is appended to, with the
-// replica that ran it: for tests proving no GitSync ran on two replicas at
-// once. Unset in every real deployment.
-const traceEnv = "GITSYNC_SHARD_TRACE"
-
-// shardFlags checks --shards against --leader-elect: replicas that share
-// the work are all active, so leader election is off unless asked for, and
-// asking for both is an error.
-func (o *RunOptions) shardFlags(fs *pflag.FlagSet) error {
-	switch o.Shards {
-	case "":
-		return nil
-	case shardsAuto:
-	default:
-		return withExitCode(exitError, fmt.Errorf("--shards %q: want %q or nothing", o.Shards, shardsAuto))
-	}
-	if fs.Changed("leader-elect") && o.LeaderElect {
-		return withExitCode(exitError, fmt.Errorf("--shards %s and --leader-elect exclude each other: every replica is active and owns a share", shardsAuto))
-	}
-	o.LeaderElect = false
-	return nil
-}
-
-// addShards makes rec share its GitSyncs with the other replicas of its
-// group (same --shard selector and --watch-namespace), each holding a Lease.
-func (o *RunOptions) addShards(mgr manager.Manager, rec *controller.GitSyncReconciler) error {
-	if o.Shards != shardsAuto {
+// addShares makes the reconciler share its GitSyncs with the other
+// replicas of its group (same Shard selector and Namespace), each holding
+// a Lease.
+func (a *Agent) addShares(o Options, log logr.Logger) error {
+	if !o.ShareReplicas {
 		return nil
 	}
-	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	cs, err := kubernetes.NewForConfig(a.mgr.GetConfig())
 	if err != nil {
 		return err
 	}
 	opts := shard.DefaultOptions()
 	opts.Leases = cs.CoordinationV1()
-	opts.Namespace = o.shardNamespace()
-	opts.Group = o.shardGroup()
+	opts.Namespace = shardNamespace(o)
+	opts.Group = shardGroup(o)
 	opts.Identity = firstNonEmpty(os.Getenv("POD_NAME"), hostname())
-	opts.Keys, opts.Changed = rec.ShardKeys, rec.Requeue
-	opts.Registerer = ctrlmetrics.Registry
-	opts.TracePath, opts.Name = os.Getenv(traceEnv), os.Getenv(nameEnv)
-	opts.Log = ctrl.Log.WithName("shard")
+	opts.Keys, opts.Changed = a.rec.ShardKeys, a.rec.Requeue
+	opts.Registerer = o.registry()
+	opts.TracePath, opts.Name = os.Getenv(ShardTraceEnv), os.Getenv(ShardNameEnv)
+	opts.Log = logOf(o, "shard")
 	m, err := shard.New(opts)
 	if err != nil {
 		return err
 	}
-	sel, err := o.shardSelector()
+	sel, err := shardSelector(o.Shard)
 	if err != nil {
 		return err
 	}
-	rec.ShareWith(m)
-	ctrl.Log.Info("sharing GitSyncs with the other replicas", "replica", m.Name(), "group", opts.Group, "namespace", opts.Namespace)
-	return mgr.Add(afterLeader{Member: m, leases: opts.Leases.Leases(opts.Namespace), leader: leaderElectionID(sel), period: opts.RenewPeriod, log: opts.Log})
+	a.rec.ShareWith(m)
+	log.Info("sharing GitSyncs with the other replicas", "replica", m.Name(), "group", opts.Group, "namespace", opts.Namespace)
+	return a.mgr.Add(afterLeader{Member: m, leases: opts.Leases.Leases(opts.Namespace), leader: LeaderElectionID(sel), period: opts.RenewPeriod, log: opts.Log})
 }
 
-// afterLeader starts a replica's membership only once no --leader-elect
-// replica of the same --shard leads: when a Deployment switches to
+// afterLeader starts a replica's membership only once no leader-electing
+// replica of the same Shard leads: when a Deployment switches to
 // --shards auto (the chart's default since replicas share the work), its old
 // leader keeps reconciling every GitSync until the rolling update stops it,
 // and a sharing replica must not reconcile any of them meanwhile. Until
@@ -153,44 +129,44 @@ func (a afterLeader) waitLeader(ctx context.Context) bool {
 }
 
 // shardGroup names the replicas that divide one set of GitSyncs: those with
-// the same --shard selector and --watch-namespace.
-func (o *RunOptions) shardGroup() string {
-	if o.Shard == "" && o.WatchNamespace == "" {
+// the same Shard selector and Namespace.
+func shardGroup(o Options) string {
+	if o.Shard == "" && o.Namespace == "" {
 		return "gitsync"
 	}
-	sum := sha256.Sum256([]byte(o.Shard + "\x00" + o.WatchNamespace))
+	sum := sha256.Sum256([]byte(o.Shard + "\x00" + o.Namespace))
 	return "gitsync-" + hex.EncodeToString(sum[:6])
 }
 
-// shardNamespace holds the Leases: --leader-election-namespace, else the
-// pod's namespace, else the watched namespace, else default.
-func (o *RunOptions) shardNamespace() string {
+// shardNamespace holds the Leases: LeaderElectionNamespace, else the pod's
+// namespace, else the watched namespace, else default.
+func shardNamespace(o Options) string {
 	if ns := firstNonEmpty(o.LeaderElectionNamespace, os.Getenv("POD_NAMESPACE")); ns != "" {
 		return ns
 	}
-	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && inCluster() {
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && InCluster() {
 		if ns := strings.TrimSpace(string(b)); ns != "" {
 			return ns
 		}
 	}
-	return firstNonEmpty(o.WatchNamespace, "default")
+	return firstNonEmpty(o.Namespace, "default")
 }
 
-// shardSelector is --shard parsed; nil when every GitSync is this agent's.
-func (o *RunOptions) shardSelector() (labels.Selector, error) {
-	if o.Shard == "" {
+// shardSelector is shard parsed; nil when every GitSync is this agent's.
+func shardSelector(shard string) (labels.Selector, error) {
+	if shard == "" {
 		return nil, nil
 	}
-	sel, err := labels.Parse(o.Shard)
+	sel, err := labels.Parse(shard)
 	if err != nil {
-		return nil, withExitCode(exitError, fmt.Errorf("--shard %q: %w", o.Shard, err))
+		return nil, fmt.Errorf("agent options invalid: Shard %q: %w", shard, err)
 	}
 	return sel, nil
 }
 
-// leaderElectionID names the Lease that --leader-elect replicas of one
-// --shard selector (nil: all GitSyncs) elect their leader with.
-func leaderElectionID(sel labels.Selector) string {
+// LeaderElectionID names the Lease that leader-electing replicas of one
+// Shard selector (nil: all GitSyncs) elect their leader with.
+func LeaderElectionID(sel labels.Selector) string {
 	if sel == nil {
 		return "gitsync-leader"
 	}

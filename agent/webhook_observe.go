@@ -1,4 +1,4 @@
-package controller
+package agent
 
 import (
 	"context"
@@ -6,9 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/webhook"
 )
@@ -18,30 +22,31 @@ import (
 // events API (the metric still counts every request).
 const webhookEventInterval = time.Minute
 
-// WebhookObserver returns a webhook.Options.Observe for this agent:
-// it counts every delivery in gitsync_webhook_requests_total (by provider,
+// webhookObserver returns the receiver's webhook.Options.Observe: it
+// counts every delivery in gitsync_webhook_requests_total (by provider,
 // result and status code) and tells each GitSync whose repository a wrongly
 // signed push named, with a Warning event at most once a minute, so a
 // misconfigured secret is easy to find although the sender is told nothing.
-func (r *GitSyncReconciler) WebhookObserver() func(webhook.Delivery) {
-	limit := newEventLimiter(r.clock, webhookEventInterval)
+// GitSyncs are read from gitsyncs, the informer cache: no API request.
+func webhookObserver(m *metrics.Metrics, gitsyncs client.Reader, recorder events.EventRecorder, clk clock.PassiveClock) func(webhook.Delivery) {
+	limit := newEventLimiter(clk, webhookEventInterval)
 	return func(d webhook.Delivery) {
-		r.opts.Metrics.ObserveWebhook(d.Provider, string(d.Result), d.Code)
+		m.ObserveWebhook(d.Provider, string(d.Result), d.Code)
 		for _, key := range d.Rejected {
-			nn, ok := ParseKey(key)
+			nn, ok := controller.ParseKey(key)
 			if !ok || !limit.allow(key) {
 				continue
 			}
 			gs := &v1.GitSync{}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err := r.client.Get(ctx, nn, gs) // the informer cache: no API request
+			err := gitsyncs.Get(ctx, nn, gs)
 			cancel()
 			if err != nil || gs.Spec.Webhook == nil {
 				continue
 			}
-			r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, v1.ReasonWebhookRejected, "Webhook",
+			recorder.Eventf(gs, nil, corev1.EventTypeWarning, v1.ReasonWebhookRejected, "Webhook",
 				"a %s push webhook for %s did not verify with the secret in Secret/%s/%s (key %q); the request was ignored",
-				d.Provider, git.RedactURL(gs.Spec.Source.URL), gs.Namespace, gs.Spec.Webhook.SecretRef.Name, WebhookSecretKey)
+				d.Provider, git.RedactURL(gs.Spec.Source.URL), gs.Namespace, gs.Spec.Webhook.SecretRef.Name, controller.WebhookSecretKey)
 		}
 	}
 }
