@@ -12,7 +12,7 @@
 // the egress policy denies (a *KubeconfigError naming the field). A remote
 // cluster's replies never reach a message in its own words: failures are
 // rewritten to their code, verb and path, and a successful reply that is
-// not a Kubernetes object becomes a 502 (responses.go).
+// not a Kubernetes object becomes a 502.
 //
 // Contract: a target is rebuilt only when what it was built from changed
 // (identity, default namespace, force, the kubeconfig's name, key or

@@ -106,7 +106,7 @@ type Options struct {
 }
 
 // Targets keeps one target per GitSync, rebuilt when what it depends on
-// changes. All targets of one cluster share its clients (clients.go).
+// changes. All targets of one cluster share its clients.
 type Targets struct {
 	opts  Options
 	local *clients

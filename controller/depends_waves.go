@@ -18,7 +18,7 @@ import (
 // before it are healthy, and never waits in a reconcile for it: the gate
 // reads the earlier waves' health from the watch cache once; when they are
 // not ready it holds the rest (nothing later applied, nothing pruned) and
-// the GitSync waits as for its objects' health (health.go), naming the
+// the GitSync waits as for its objects' health (judgeHealth), naming the
 // wave. The status change that makes them ready requeues it, and that
 // reconcile finds them unchanged and healthy and applies the next wave.
 // The wait's deadline (spec.timeout) is one for the whole revision.

@@ -19,7 +19,7 @@ import (
 // are ready (kstatus Current). The reconcile that applied them never waits:
 // it reads their health from the watch cache once, reports the GitSync as
 // Reconciling (v1.ReasonWaitingForHealth) and returns. While the GitSync waits,
-// status changes of its objects requeue it (drift.go), and the next
+// status changes of its objects requeue it (driftPredicate), and the next
 // reconcile looks again; spec.timeout after the revision was first applied
 // it is Stalled with the objects that are not ready. A new revision, a spec
 // change or suspend is just the next reconcile: nothing holds a worker.

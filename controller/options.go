@@ -79,7 +79,7 @@ type Options struct {
 	// Jitter is the largest fraction added to spec.interval on requeue, so
 	// GitSyncs created together do not poll together.
 	Jitter float64
-	// Limits bound retries and connections per Git host (ratelimit.go).
+	// Limits bound retries and connections per Git host.
 	Limits Limits
 	// CommitStatusTimeout bounds one spec.commitStatus post, the Secret
 	// read included; zero means commitstatus.DefaultTimeout. Tests

@@ -54,7 +54,7 @@ type GitSyncReconciler struct {
 	gitEgress *egress.Dialer // Git traffic, limited per host
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
-	// can be listed and watched before its informer starts (informers.go).
+	// can be listed and watched before its informer starts (livecache.Kinds).
 	probe client.WithWatch
 
 	commits        *commitstatus.Queue
@@ -64,9 +64,9 @@ type GitSyncReconciler struct {
 	mu     sync.Mutex
 	runCtx context.Context
 	states map[types.NamespacedName]*syncState
-	share  shareQueue   // shard.go: replicas sharing the GitSyncs
-	fair   *fairShare   // fairshare.go: no namespace holds every worker
-	news   revisionNews // monorepo.go: changed paths first
+	share  shareQueue   // replicas sharing the GitSyncs
+	fair   *fairShare   // no namespace holds every worker
+	news   revisionNews // changed paths first
 }
 
 var _ reconcile.Reconciler = (*GitSyncReconciler)(nil)
@@ -119,7 +119,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		return nil, err
 	}
 	r.kinds = newDriftWatch(c, r.waits)
-	if err := r.watchDependents(mgr, c); err != nil { // depends.go
+	if err := r.watchDependents(mgr, c); err != nil {
 		return nil, err
 	}
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -159,7 +159,7 @@ func (r *GitSyncReconciler) TriggerAt(key types.NamespacedName, at time.Time) {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	ctx, release, ok := r.acquire(ctx, req.NamespacedName) // another replica's GitSync (shard.go)
+	ctx, release, ok := r.acquire(ctx, req.NamespacedName) // !ok: another replica's GitSync
 	if !ok {
 		return ctrl.Result{}, nil
 	}
@@ -170,7 +170,7 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	defer free()
 	start := r.clock.Now()
-	ctx = withReport(ctx) // log.go
+	ctx = withReport(ctx)
 	gs := &v1.GitSync{}
 	if err := r.client.Get(ctx, req.NamespacedName, gs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -205,17 +205,17 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		r.waits.set(key, false)
 		return metrics.Suspended, ctrl.Result{}, r.writeSuspended(ctx, gs, st)
 	}
-	out := r.syncOrHold(ctx, gs, st) // depends.go
+	out := r.syncOrHold(ctx, gs, st)
 	if out.yielded {
 		// Its content did not change; GitSyncs whose content did go
-		// first (monorepo.go). The revision is resolved and fetched.
+		// first (yieldToChanged). The revision is resolved and fetched.
 		return metrics.Yielded, ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	r.waits.set(key, out.waitsForHealth())
 	if err := r.report(ctx, gs, st, out); err != nil {
 		return metrics.Retry, ctrl.Result{}, err
 	}
-	r.commitOutcome(gs, out) // commitstatus.go
+	r.commitOutcome(gs, out)
 	se := out.syncErr()
 	switch {
 	case se == nil && out.waiting != "":

@@ -83,7 +83,7 @@ func outdatedWrite(err error) bool {
 // report writes what a sync did into status and emits events for what
 // changed: objects applied or pruned, failure started or changed, recovery.
 // A sync that failed only because one of its status writes met a newer
-// GitSync is not reported: it is retried with a fresh read (log.go).
+// GitSync is not reported: done retries it with a fresh read.
 func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *syncState, out *outcome) error {
 	if outdatedWrite(out.err) {
 		return out.err
@@ -125,12 +125,12 @@ func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	}
 	se := out.syncErr()
 	switch {
-	case se == nil && out.waiting != "": // health.go
+	case se == nil && out.waiting != "":
 		set(v1.ConditionReady, metav1.ConditionFalse, out.waitingReason(), out.waiting)
 		set(v1.ConditionReconciling, metav1.ConditionTrue, out.waitingReason(), out.waiting)
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
 	case se == nil:
-		reason, msg := readyCondition(s, out) // rewind.go
+		reason, msg := readyCondition(s, out)
 		set(v1.ConditionReady, metav1.ConditionTrue, reason, msg)
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionReconciling)
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionStalled)
@@ -159,8 +159,8 @@ func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevA
 	switch {
 	case after.Status == metav1.ConditionFalse && (before == nil || before.Status != after.Status || before.Reason != after.Reason || before.Message != after.Message):
 		typ := corev1.EventTypeWarning
-		if progressReason(after.Reason) { // depends.go
-			typ = corev1.EventTypeNormal // progress, not a failure (health.go)
+		if progressReason(after.Reason) {
+			typ = corev1.EventTypeNormal // progress, not a failure
 		}
 		r.recorder.Eventf(gs, nil, typ, after.Reason, "Reconcile", "%s", after.Message)
 	case after.Status == metav1.ConditionTrue && !wasReady && before != nil && !progressReason(before.Reason):

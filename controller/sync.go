@@ -41,7 +41,7 @@ type outcome struct {
 	err        error
 	// yielded is set when the sync stopped after fetching a revision that
 	// left its content alone, so GitSyncs whose content changed go first
-	// (monorepo.go).
+	// (yieldToChanged).
 	yielded bool
 }
 
@@ -91,7 +91,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
-	if refresh && r.yieldToChanged(ctx, gs, src, rev) { // monorepo.go
+	if refresh && r.yieldToChanged(ctx, gs, src, rev) {
 		out.yielded = true
 		return out
 	}
@@ -102,7 +102,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
-	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil { // access.go
+	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil {
 		out.err = err
 		return out
 	}
@@ -112,9 +112,9 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		// health check.
 		r.waits.set(client.ObjectKeyFromObject(gs), true)
 	}
-	r.commitApplying(gs, rev) // commitstatus.go
+	r.commitApplying(gs, rev)
 	hold := &waveHold{}
-	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hold) // depends_waves.go
+	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hold)
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
 	r.opts.Metrics.ObserveApply(res.Changes)
@@ -175,7 +175,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	if err != nil {
 		return src, git.Revision{}, err
 	}
-	rev, err := r.resolve(ctx, gs, src, notBefore) // gitsource.go
+	rev, err := r.resolve(ctx, gs, src, notBefore)
 	if err != nil {
 		return src, rev, classifyFetch(err)
 	}
@@ -189,7 +189,7 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
 		return nil, err
 	}
-	art, err := r.getCapped(ctx, gs, src, rev) // render_limit.go
+	art, err := r.getCapped(ctx, gs, src, rev)
 	if err == nil && len(art.Rendered.Objects) == 0 && !gs.Spec.AllowEmpty {
 		err = stalled(v1.ReasonRenderFailed, fmt.Errorf("path %q at %s renders no objects (set spec.allowEmpty to sync an empty set)", src.Path, rev))
 	}
