@@ -21,13 +21,13 @@ import (
 	"gitsync.dev/gitsync/object"
 )
 
-// ApplyOptions are the inputs of gitsync apply.
-type ApplyOptions struct {
-	Source SourceOptions
-	Target TargetOptions
-	Prune  PruneFlags
+// applyOptions are the inputs of gitsync apply.
+type applyOptions struct {
+	Source sourceOptions
+	Target targetOptions
+	Prune  pruneFlags
 	// Prepare substitutes variables and decrypts SOPS files as a GitSync would.
-	Prepare PrepareFlags
+	Prepare prepareFlags
 	// Name is the sync whose inventory records what was applied (and, with
 	// Prune, what may be pruned) and whose owner labels the objects get;
 	// empty means no inventory, and objects keep the owner labels they carry.
@@ -48,9 +48,9 @@ type ApplyOptions struct {
 	Out, ErrOut io.Writer
 }
 
-// NewApplyCmd returns the apply command.
-func NewApplyCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &ApplyOptions{}
+// newApplyCmd returns the apply command.
+func newApplyCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &applyOptions{}
 	o.Target.Flags = kube
 	cmd := &cobra.Command{
 		Use:   "apply [DIR]",
@@ -108,7 +108,7 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 }
 
 // Complete validates the flags and takes the directory argument.
-func (o *ApplyOptions) Complete(args []string) error {
+func (o *applyOptions) Complete(args []string) error {
 	if err := o.Source.Complete(args); err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (o *ApplyOptions) Complete(args []string) error {
 
 // Run renders, applies, prunes and waits, printing one line per object and a
 // summary. The error carries the exit status.
-func (o *ApplyOptions) Run(ctx context.Context) error {
+func (o *applyOptions) Run(ctx context.Context) error {
 	desired, err := o.Prepare.render(ctx, &o.Source)
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -199,13 +199,13 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 
 // dryRun prints the diff an apply would make. Unlike gitsync diff it exits 0
 // when there are differences: only an error fails it.
-func (o *ApplyOptions) dryRun(ctx context.Context, tgt *Target, desired *Desired) error {
+func (o *applyOptions) dryRun(ctx context.Context, tgt *connectedCluster, desired *renderedSource) error {
 	name := o.Name
 	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: name, Force: o.Force, PreviewPrune: o.PruneEnabled, Prune: o.Prune})
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
-	d := &DiffOptions{Out: o.Out, ErrOut: o.ErrOut, Output: o.Output}
+	d := &diffOptions{Out: o.Out, ErrOut: o.ErrOut, Output: o.Output}
 	if err := d.print(rep); err != nil {
 		return withExitCode(exitError, err)
 	}
@@ -265,7 +265,7 @@ func entryReason(e apply.Entry) string {
 
 // store is the inventory of the named sync; nil without --name (nothing
 // recorded, nothing pruned).
-func (o *ApplyOptions) store(tgt *Target) inventory.Store {
+func (o *applyOptions) store(tgt *connectedCluster) inventory.Store {
 	if o.Name == "" {
 		return nil
 	}
@@ -283,7 +283,7 @@ func loadInventory(ctx context.Context, store inventory.Store) (*inventory.Inven
 // engineOptions are the sync pipeline's options for this apply: the
 // applier, the prune rails of the flags and a progress bar while pruning.
 // The bar of the apply ends when the pipeline moves on to record and prune.
-func (o *ApplyOptions) engineOptions(tgt *Target, a *apply.Applier, applying *progress) engine.Options {
+func (o *applyOptions) engineOptions(tgt *connectedCluster, a *apply.Applier, applying *progress) engine.Options {
 	opts := engine.DefaultOptions()
 	opts.Applier = endProgress{Applier: a, bar: applying}
 	opts.Client = tgt.Client
@@ -330,7 +330,7 @@ func printPruned(p *printer, cs *apply.ChangeSet, res *inventory.PruneResult) {
 }
 
 // waitReady waits for every applied object to become ready.
-func (o *ApplyOptions) waitReady(ctx context.Context, tgt *Target, cs *apply.ChangeSet, out io.Writer) error {
+func (o *applyOptions) waitReady(ctx context.Context, tgt *connectedCluster, cs *apply.ChangeSet, out io.Writer) error {
 	var ids []object.ID
 	for _, e := range cs.Entries {
 		switch e.Action {
@@ -364,7 +364,7 @@ type applierFlags struct {
 // prod/web own different objects) with its recorded inventory, which
 // proves objects labelled before the owner-kind label existed are its own.
 // recorded is the named sync's stored inventory, nil without a name.
-func newApplier(tgt *Target, name string, recorded *inventory.Inventory, f applierFlags) (*apply.Applier, error) {
+func newApplier(tgt *connectedCluster, name string, recorded *inventory.Inventory, f applierFlags) (*apply.Applier, error) {
 	opts := apply.DefaultOptions()
 	opts.Force = f.Force
 	opts.DryRun = f.DryRun
@@ -384,9 +384,9 @@ func newApplier(tgt *Target, name string, recorded *inventory.Inventory, f appli
 	return a, nil
 }
 
-// PruneFlags are the safety rails of pruning, shared by apply --prune and the
+// pruneFlags are the safety rails of pruning, shared by apply --prune and the
 // prune preview of diff --name.
-type PruneFlags struct {
+type pruneFlags struct {
 	// AllowEmpty lets a source with no objects prune everything.
 	AllowEmpty bool
 	// MaxShare is the largest share of the inventory one run may prune.
@@ -397,7 +397,7 @@ type PruneFlags struct {
 }
 
 // AddFlags registers the prune rails.
-func (f *PruneFlags) AddFlags(fs *pflag.FlagSet) {
+func (f *pruneFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.AllowEmpty, "allow-empty", false, "Let a source with no objects prune every object of the inventory.")
 	fs.Float64Var(&f.MaxShare, "prune-max-share", inventory.DefaultPruneOptions().MaxShare, "Refuse to prune more than this share (0..1] of the inventory at once (checked above ten stale objects); 0 disables the limit.")
 	fs.BoolVar(&f.AllowNamespaces, "prune-namespaces", false, "Allow pruning Namespaces that hold nothing but pruned objects.")
@@ -405,7 +405,7 @@ func (f *PruneFlags) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Validate checks the share is in range.
-func (f *PruneFlags) Validate() error {
+func (f *pruneFlags) Validate() error {
 	if f.MaxShare < 0 || f.MaxShare > 1 {
 		return fmt.Errorf("--prune-max-share %v must be between 0 and 1", f.MaxShare)
 	}
@@ -413,7 +413,7 @@ func (f *PruneFlags) Validate() error {
 }
 
 // options returns the inventory's prune options for sync name.
-func (f *PruneFlags) options(tgt *Target, name string) inventory.PruneOptions {
+func (f *pruneFlags) options(tgt *connectedCluster, name string) inventory.PruneOptions {
 	opts := inventory.DefaultPruneOptions()
 	opts.Name, opts.Namespace = name, tgt.Namespace
 	opts.CLI = true

@@ -15,7 +15,7 @@ import (
 // failed wait holds the later waves (nothing is pruned) and is left in
 // *failed. The apply's progress line stays up meanwhile: a second one
 // would draw over it.
-func (o *ApplyOptions) waitBetweenWaves(tgt *Target, failed *error) apply.WaveGate {
+func (o *applyOptions) waitBetweenWaves(tgt *connectedCluster, failed *error) apply.WaveGate {
 	return func(ctx context.Context, done, next int, cs *apply.ChangeSet) bool {
 		var ids []object.ID
 		for _, e := range cs.Entries {

@@ -33,7 +33,7 @@ func completeGitSyncs(kube *genericclioptions.ConfigFlags) cobra.CompletionFunc 
 // gitSyncNames lists the GitSyncs starting with prefix: their names in the
 // selected namespace, or NAMESPACE/NAME in every namespace (diff --gitsync).
 func gitSyncNames(ctx context.Context, kube *genericclioptions.ConfigFlags, prefix string, qualified bool) []cobra.Completion {
-	o := TargetOptions{Flags: kube}
+	o := targetOptions{Flags: kube}
 	tgt, err := o.Connect()
 	if err != nil {
 		return nil
@@ -75,7 +75,7 @@ func registerKubeCompletions(root *cobra.Command, kube *genericclioptions.Config
 }
 
 func namespaceNames(ctx context.Context, kube *genericclioptions.ConfigFlags, prefix string) []cobra.Completion {
-	o := TargetOptions{Flags: kube}
+	o := targetOptions{Flags: kube}
 	tgt, err := o.Connect()
 	if err != nil {
 		return nil

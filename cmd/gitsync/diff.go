@@ -15,13 +15,13 @@ import (
 	"gitsync.dev/gitsync/inventory"
 )
 
-// DiffOptions are the inputs of gitsync diff.
-type DiffOptions struct {
-	Source SourceOptions
-	Target TargetOptions
-	Prune  PruneFlags
+// diffOptions are the inputs of gitsync diff.
+type diffOptions struct {
+	Source sourceOptions
+	Target targetOptions
+	Prune  pruneFlags
 	// Prepare substitutes variables and decrypts SOPS files as a GitSync would.
-	Prepare PrepareFlags
+	Prepare prepareFlags
 	// Name selects the sync whose inventory previews prunes and whose owner
 	// labels the objects carry; empty means no prunes are shown and objects
 	// keep whatever owner labels they carry (as apply without --name does).
@@ -42,9 +42,9 @@ type DiffOptions struct {
 	Out, ErrOut io.Writer
 }
 
-// NewDiffCmd returns the diff command.
-func NewDiffCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &DiffOptions{}
+// newDiffCmd returns the diff command.
+func newDiffCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &diffOptions{}
 	o.Target.Flags = kube
 	cmd := &cobra.Command{
 		Use:   "diff [DIR]",
@@ -110,7 +110,7 @@ would fail).`,
 }
 
 // Complete validates the flags and takes the directory argument.
-func (o *DiffOptions) Complete(args []string) error {
+func (o *diffOptions) Complete(args []string) error {
 	if err := o.validateGitSync(); err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (o *DiffOptions) Complete(args []string) error {
 // Run renders the source, diffs it against the cluster and prints the
 // result. The returned error carries the exit status: nil in sync, 1 with
 // differences, 2 on error.
-func (o *DiffOptions) Run(ctx context.Context) error {
+func (o *diffOptions) Run(ctx context.Context) error {
 	if o.GitSync != "" {
 		return o.runGitSync(ctx)
 	}
@@ -157,7 +157,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 }
 
 // runOnce does one render, diff and print.
-func (o *DiffOptions) runOnce(ctx context.Context, tgt *Target) error {
+func (o *diffOptions) runOnce(ctx context.Context, tgt *connectedCluster) error {
 	desired, err := o.Prepare.render(ctx, &o.Source)
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -166,7 +166,7 @@ func (o *DiffOptions) runOnce(ctx context.Context, tgt *Target) error {
 }
 
 // diff compares desired with the cluster and prints the result.
-func (o *DiffOptions) diff(ctx context.Context, tgt *Target, desired *Desired) error {
+func (o *diffOptions) diff(ctx context.Context, tgt *connectedCluster, desired *renderedSource) error {
 	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: o.Name, Force: o.Force, PreviewPrune: o.Name != "", Prune: o.Prune})
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -175,7 +175,7 @@ func (o *DiffOptions) diff(ctx context.Context, tgt *Target, desired *Desired) e
 }
 
 // finish prints rep and returns the exit status it calls for.
-func (o *DiffOptions) finish(rep *diffReport) error {
+func (o *diffOptions) finish(rep *diffReport) error {
 	if err := o.print(rep); err != nil {
 		return withExitCode(exitError, err)
 	}
@@ -186,7 +186,7 @@ func (o *DiffOptions) finish(rep *diffReport) error {
 		return withExitCode(exitError, errs)
 	}
 	if rep.Differs() {
-		return &ExitError{Code: exitDifferences}
+		return &exitErr{Code: exitDifferences}
 	}
 	return nil
 }
@@ -259,13 +259,13 @@ type diffRequest struct {
 	Force bool
 	// PreviewPrune adds the prunes of Name's inventory.
 	PreviewPrune bool
-	Prune        PruneFlags
+	Prune        pruneFlags
 }
 
 // computeDiff runs the engine's applier as a dry run (the same code path as a
 // real apply, so the verdicts match) and, when asked, the prune planner
 // against the stored inventory.
-func computeDiff(ctx context.Context, tgt *Target, desired *Desired, req diffRequest) (*diffReport, error) {
+func computeDiff(ctx context.Context, tgt *connectedCluster, desired *renderedSource, req diffRequest) (*diffReport, error) {
 	var store inventory.Store
 	if req.Name != "" {
 		store = inventory.NewConfigMapStore(tgt.Client, tgt.Namespace, req.Name)
@@ -367,7 +367,7 @@ func desiredInventory(cs *apply.ChangeSet) *inventory.Inventory {
 }
 
 // print writes the report as text or JSON.
-func (o *DiffOptions) print(rep *diffReport) error {
+func (o *diffOptions) print(rep *diffReport) error {
 	shown := make([]diffEntry, 0, len(rep.Entries))
 	for _, e := range rep.Entries {
 		if (e.Action == actionUnchanged || e.Action == actionKept) && !o.Verbose {

@@ -31,7 +31,7 @@ type gitSyncPreview struct {
 	// as is the cluster as the agent reaches it for gs: impersonating
 	// spec.serviceAccountName, with spec.targetNamespace (else the GitSync's
 	// namespace) as the default namespace.
-	as *Target
+	as *connectedCluster
 }
 
 // parseGitSyncRef splits "NAMESPACE/NAME" (or "NAME", in ns).
@@ -48,7 +48,7 @@ func parseGitSyncRef(ref, ns string) (client.ObjectKey, error) {
 
 // connectGitSync connects to the target and reads the GitSync named name in
 // its namespace; errors carry the exit code for trouble.
-func connectGitSync(ctx context.Context, o *TargetOptions, name string) (*Target, *gitsyncv1.GitSync, error) {
+func connectGitSync(ctx context.Context, o *targetOptions, name string) (*connectedCluster, *gitsyncv1.GitSync, error) {
 	tgt, err := o.Connect()
 	if err != nil {
 		return nil, nil, withExitCode(exitError, err)
@@ -76,7 +76,7 @@ func getGitSync(ctx context.Context, c client.Reader, key client.ObjectKey) (*gi
 }
 
 // newGitSyncPreview reads the GitSync and connects as the agent would for it.
-func newGitSyncPreview(ctx context.Context, user *Target, ref string) (*gitSyncPreview, error) {
+func newGitSyncPreview(ctx context.Context, user *connectedCluster, ref string) (*gitSyncPreview, error) {
 	key, err := parseGitSyncRef(ref, user.Namespace)
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func serviceAccountUser(ns, name string) string {
 // override the spec, so a CI job can preview a pull request's branch. The
 // object cap is the smaller of --max-objects and spec.maxObjects, and an
 // empty render is refused unless spec.allowEmpty, as the agent refuses it.
-func (p *gitSyncPreview) render(ctx context.Context, user *Target, o *SourceOptions) (*Desired, error) {
+func (p *gitSyncPreview) render(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
 	spec := p.gs.Spec
 	opts := *o
 	if opts.Path == "" {
@@ -129,7 +129,7 @@ func (p *gitSyncPreview) render(ctx context.Context, user *Target, o *SourceOpti
 	if err := opts.Rendering.useGitSync(p.gs); err != nil { // source_render_flags.go
 		return nil, err
 	}
-	var desired *Desired
+	var desired *renderedSource
 	var err error
 	if opts.Dir != "" {
 		desired, err = opts.renderCheckout(ctx)
@@ -147,7 +147,7 @@ func (p *gitSyncPreview) render(ctx context.Context, user *Target, o *SourceOpti
 
 // renderCheckout renders Path of the checkout Dir: Dir is the repository's
 // top, as the agent's checkout is.
-func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
+func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, error) {
 	root, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("directory %s: %w", o.Dir, err)
@@ -169,13 +169,13 @@ func (o *SourceOptions) renderCheckout(ctx context.Context) (*Desired, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
 	}
-	return &Desired{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
+	return &renderedSource{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
 }
 
 // renderRemote fetches the GitSync's repository (or --url) at its ref (or
 // the ref flags) with the credentials of the environment, else those of
 // spec.source.secretRef read with the user's own identity.
-func (p *gitSyncPreview) renderRemote(ctx context.Context, user *Target, o *SourceOptions) (*Desired, error) {
+func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
 	spec := p.gs.Spec.Source
 	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	if src.URL == "" {
@@ -199,7 +199,7 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *Target, o *Sour
 
 // secretAuth reads the GitSync's source credentials Secret as the agent
 // does (sourcegit.AuthFromSecret). Its values never appear in an error.
-func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*sourcegit.Auth, error) {
+func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster) (*sourcegit.Auth, error) {
 	ref := p.gs.Spec.Source.SecretRef
 	secret := &corev1.Secret{}
 	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: ref.Name}, secret); err != nil {
@@ -215,7 +215,7 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *Target) (*sourceg
 // diff is computeDiff for p's GitSync: the agent's applier settings (its
 // owner labels, force, default namespace and identity) as a dry run, and the
 // prunes its status inventory would make through the agent's rails.
-func (p *gitSyncPreview) diff(ctx context.Context, desired *Desired) (*diffReport, error) {
+func (p *gitSyncPreview) diff(ctx context.Context, desired *renderedSource) (*diffReport, error) {
 	gs := p.gs
 	opts := apply.DefaultOptions()
 	opts.DryRun, opts.Diff = true, true
@@ -263,7 +263,7 @@ func gitSyncPruneRails(gs *gitsyncv1.GitSync) (inventory.PruneOptions, error) {
 }
 
 // runGitSync is `gitsync diff --gitsync`.
-func (o *DiffOptions) runGitSync(ctx context.Context) error {
+func (o *diffOptions) runGitSync(ctx context.Context) error {
 	user, err := o.Target.Connect()
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -287,7 +287,7 @@ func (o *DiffOptions) runGitSync(ctx context.Context) error {
 }
 
 // validateGitSync checks the flags --gitsync cannot be combined with.
-func (o *DiffOptions) validateGitSync() error {
+func (o *diffOptions) validateGitSync() error {
 	switch {
 	case o.GitSync == "":
 		return nil

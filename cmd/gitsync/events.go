@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// EventsOptions are the inputs of gitsync events.
-type EventsOptions struct {
-	Target TargetOptions
+// eventsOptions are the inputs of gitsync events.
+type eventsOptions struct {
+	Target targetOptions
 	// Name is the GitSync, in the target namespace.
 	Name string
 	// Output is "" (table), "json" or "yaml".
@@ -28,9 +28,9 @@ type EventsOptions struct {
 	now         func() time.Time
 }
 
-// NewEventsCmd returns the events command.
-func NewEventsCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &EventsOptions{Target: TargetOptions{Flags: kube}, now: time.Now}
+// newEventsCmd returns the events command.
+func newEventsCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &eventsOptions{Target: targetOptions{Flags: kube}, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "events NAME",
 		Short: "Show the Events the agent recorded for a GitSync",
@@ -55,7 +55,7 @@ hour by default.`,
 }
 
 // Run lists the GitSync's Events.
-func (o *EventsOptions) Run(ctx context.Context) error {
+func (o *eventsOptions) Run(ctx context.Context) error {
 	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
 		return err

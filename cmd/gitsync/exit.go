@@ -18,10 +18,10 @@ const (
 	exitError       = 2 // diff could not decide: bad input, unreachable cluster
 )
 
-// ExitError carries a command's exit status to main. A command returns it
+// exitErr carries a command's exit status to main. A command returns it
 // instead of calling os.Exit, so its deferred cleanups run and tests can
 // read the code.
-type ExitError struct {
+type exitErr struct {
 	// Code is the process exit status.
 	Code int
 	// Err is what went wrong; nil when the status alone is the message (diff
@@ -29,14 +29,14 @@ type ExitError struct {
 	Err error
 }
 
-func (e *ExitError) Error() string {
+func (e *exitErr) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("exit status %d", e.Code)
 	}
 	return e.Err.Error()
 }
 
-func (e *ExitError) Unwrap() error { return e.Err }
+func (e *exitErr) Unwrap() error { return e.Err }
 
 // withExitCode wraps err so it exits with code; nil stays nil and an error
 // that already carries a code keeps it.
@@ -44,11 +44,11 @@ func withExitCode(code int, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ee *ExitError
+	var ee *exitErr
 	if errors.As(err, &ee) {
 		return err
 	}
-	return &ExitError{Code: code, Err: err}
+	return &exitErr{Code: code, Err: err}
 }
 
 // listedError is a failure whose parts the command has already printed, one
@@ -76,13 +76,13 @@ func listed(err error, verb string) error {
 }
 
 // reportError prints err (unless it is a bare exit status) and returns the
-// exit code for it: the ExitError's code, or 1 for any other error.
+// exit code for it: the exitErr's code, or 1 for any other error.
 func reportError(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
 	code := exitFailure
-	var ee *ExitError
+	var ee *exitErr
 	if errors.As(err, &ee) {
 		code = ee.Code
 		if ee.Err == nil {

@@ -48,7 +48,7 @@ func TestReportError(t *testing.T) {
 	}{
 		{"nil", nil, 0, ""},
 		{"plain error", errors.New("boom"), 1, "error: boom\n"},
-		{"differences", &ExitError{Code: 1}, 1, ""},
+		{"differences", &exitErr{Code: 1}, 1, ""},
 		{"wrapped with code", fmt.Errorf("diff: %w", withExitCode(2, errors.New("bad"))), 2, "error: diff: bad\n"},
 		{"code kept", withExitCode(1, withExitCode(2, errors.New("x"))), 2, "error: x\n"},
 	} {

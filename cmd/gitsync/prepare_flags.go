@@ -18,10 +18,10 @@ import (
 	"gitsync.dev/gitsync/source/substitute"
 )
 
-// PrepareFlags are the CLI's counterparts of a GitSync's spec.substitute,
+// prepareFlags are the CLI's counterparts of a GitSync's spec.substitute,
 // spec.substituteFrom and spec.decryption, applied to the render the same
 // way the agent applies them (substitution, then SOPS decryption).
-type PrepareFlags struct {
+type prepareFlags struct {
 	// Substitute are NAME=VALUE variables; they win over the files.
 	Substitute []string
 	// SubstituteFiles hold NAME=VALUE lines (# comments); later files win.
@@ -35,7 +35,7 @@ type PrepareFlags struct {
 }
 
 // AddFlags registers the substitution and decryption flags.
-func (f *PrepareFlags) AddFlags(fs *pflag.FlagSet) {
+func (f *prepareFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.Substitute, "substitute", nil, "Variable NAME=VALUE for ${NAME} in manifests, as spec.substitute (repeatable; wins over --substitute-from-file).")
 	fs.StringArrayVar(&f.SubstituteFiles, "substitute-from-file", nil, "File of NAME=VALUE lines, as a Secret in spec.substituteFrom: its values are masked in diffs (repeatable, later wins).")
 	fs.BoolVar(&f.Strict, "substitute-strict", true, "Fail on a ${NAME} without value and default (false: replace it with nothing), as spec.substituteStrict.")
@@ -45,7 +45,7 @@ func (f *PrepareFlags) AddFlags(fs *pflag.FlagSet) {
 // variables reads the variables of the flags; used reports whether any
 // substitution flag was given (without one, nothing is substituted, as for
 // a GitSync without spec.substitute).
-func (f *PrepareFlags) variables() (vars substitute.Variables, used bool, err error) {
+func (f *prepareFlags) variables() (vars substitute.Variables, used bool, err error) {
 	for _, file := range f.SubstituteFiles {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -75,7 +75,7 @@ func (f *PrepareFlags) variables() (vars substitute.Variables, used bool, err er
 }
 
 // keys reads the age identities of --age-key-file (or $SOPS_AGE_KEY_FILE).
-func (f *PrepareFlags) keys() ([]age.Identity, error) {
+func (f *prepareFlags) keys() ([]age.Identity, error) {
 	files := f.AgeKeyFiles
 	if len(files) == 0 {
 		if env := os.Getenv("SOPS_AGE_KEY_FILE"); env != "" {
@@ -103,7 +103,7 @@ func (f *PrepareFlags) keys() ([]age.Identity, error) {
 // prepare substitutes and decrypts objs (copies; objs is not changed) as
 // the agent does (package prepare), telling the process's redactor every
 // value to mask in any output.
-func (f *PrepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, error) {
+func (f *prepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, error) {
 	vars, used, err := f.variables()
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (f *PrepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Fil
 }
 
 // render renders src and substitutes and decrypts the result.
-func (f *PrepareFlags) render(ctx context.Context, src *SourceOptions) (*Desired, error) {
+func (f *prepareFlags) render(ctx context.Context, src *sourceOptions) (*renderedSource, error) {
 	desired, err := src.Render(ctx)
 	if err != nil {
 		return nil, err

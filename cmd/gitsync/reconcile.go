@@ -18,9 +18,9 @@ import (
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
-// ReconcileOptions are the inputs of gitsync reconcile.
-type ReconcileOptions struct {
-	Target TargetOptions
+// reconcileOptions are the inputs of gitsync reconcile.
+type reconcileOptions struct {
+	Target targetOptions
 	// Name is the GitSync, in the target namespace.
 	Name string
 	// Wait waits until the agent has handled the request and the GitSync is
@@ -36,9 +36,9 @@ type ReconcileOptions struct {
 	now func() time.Time
 }
 
-// NewReconcileCmd returns the reconcile command.
-func NewReconcileCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &ReconcileOptions{Target: TargetOptions{Flags: kube}, now: time.Now}
+// newReconcileCmd returns the reconcile command.
+func newReconcileCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &reconcileOptions{Target: targetOptions{Flags: kube}, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "reconcile NAME",
 		Short: "Ask the agent to sync a GitSync now",
@@ -79,7 +79,7 @@ timed out, 2 bad flags or the GitSync cannot be read or annotated.`,
 }
 
 // Run annotates the GitSync and, with Wait, waits for the outcome.
-func (o *ReconcileOptions) Run(ctx context.Context) error {
+func (o *reconcileOptions) Run(ctx context.Context) error {
 	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
 		return err

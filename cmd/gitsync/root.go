@@ -27,17 +27,17 @@ gitsync apply, gitsync status).`,
 	}
 	// kubectl's connection flags, once for every command (run included).
 	kube := newKubeFlags()
-	(&TargetOptions{Flags: kube}).AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(NewDiffCmd(kube))
-	cmd.AddCommand(NewApplyCmd(kube))
-	cmd.AddCommand(NewStatusCmd(kube))
+	(&targetOptions{Flags: kube}).AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newDiffCmd(kube))
+	cmd.AddCommand(newApplyCmd(kube))
+	cmd.AddCommand(newStatusCmd(kube))
 	cmd.AddCommand(newRunCmd(kube))
-	cmd.AddCommand(NewReconcileCmd(kube))
-	cmd.AddCommand(NewSuspendCmd(kube))
-	cmd.AddCommand(NewResumeCmd(kube))
-	cmd.AddCommand(NewTreeCmd(kube))
-	cmd.AddCommand(NewEventsCmd(kube))
+	cmd.AddCommand(newReconcileCmd(kube))
+	cmd.AddCommand(newSuspendCmd(kube))
+	cmd.AddCommand(newResumeCmd(kube))
+	cmd.AddCommand(newTreeCmd(kube))
+	cmd.AddCommand(newEventsCmd(kube))
 	registerKubeCompletions(cmd, kube)
-	cmd.AddCommand(NewVersionCmd())
+	cmd.AddCommand(newVersionCmd())
 	return cmd
 }

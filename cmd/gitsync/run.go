@@ -21,7 +21,7 @@ type runOptions struct {
 	// target selects the cluster with kubectl's flags (shared with every
 	// command); none means in-cluster config, or $KUBECONFIG /
 	// ~/.kube/config on a laptop.
-	target TargetOptions
+	target targetOptions
 	agent  agent.Options
 	// shards "auto" makes the replicas share the GitSyncs by themselves
 	// (agent.Options.ShareReplicas).
@@ -41,7 +41,7 @@ type runOptions struct {
 
 // newRunCmd returns `gitsync run`.
 func newRunCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &runOptions{target: TargetOptions{Flags: kube}, agent: agent.DefaultOptions()}
+	o := &runOptions{target: targetOptions{Flags: kube}, agent: agent.DefaultOptions()}
 	a, r := &o.agent, &o.agent.Reconciler
 	cmd := &cobra.Command{
 		Use:   "run",

@@ -16,10 +16,10 @@ import (
 	"gitsync.dev/gitsync/source/sops"
 )
 
-// SourceOptions select the manifests: a local directory, read as it is on
+// sourceOptions select the manifests: a local directory, read as it is on
 // disk (uncommitted files included), or a path of a remote repository at a
 // branch, tag, semver range or commit.
-type SourceOptions struct {
+type sourceOptions struct {
 	// Dir is the local directory given as the argument.
 	Dir string
 	// URL is a remote repository (https, ssh, file:// or a local repository
@@ -42,7 +42,7 @@ type SourceOptions struct {
 	// --max-objects does.
 	MaxObjects int
 	// Rendering holds spec.helm and spec.ignore as flags (source_render_flags.go).
-	Rendering RenderFlags
+	Rendering renderFlags
 }
 
 // Environment variables holding Git credentials for --url.
@@ -54,7 +54,7 @@ const (
 )
 
 // AddFlags registers --url, the ref flags and --path.
-func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
+func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "url", "", "Git repository to read instead of a local directory (https://, ssh://, git@host:org/repo, file://).")
 	fs.StringVar(&o.Branch, "branch", "", "Branch of --url to follow (default: the remote's default branch).")
 	fs.StringVar(&o.Tag, "tag", "", "Tag of --url to read.")
@@ -70,7 +70,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // renderOptions are the render caps, with the object cap from --max-objects.
-func (o *SourceOptions) renderOptions() sourcerender.Options {
+func (o *sourceOptions) renderOptions() sourcerender.Options {
 	ropts := sourcerender.DefaultOptions()
 	ropts.MaxObjects = o.MaxObjects
 	return ropts
@@ -79,7 +79,7 @@ func (o *SourceOptions) renderOptions() sourcerender.Options {
 // auth reads the credentials for URL: HTTPS basic auth or a token from
 // $GITSYNC_GIT_USERNAME/$GITSYNC_GIT_PASSWORD or $GITSYNC_GIT_TOKEN, and the
 // files named by the flags. It returns nil when there are none.
-func (o *SourceOptions) auth() (*sourcegit.Auth, error) {
+func (o *sourceOptions) auth() (*sourcegit.Auth, error) {
 	a := &sourcegit.Auth{
 		Username:      os.Getenv(gitEnvUsername),
 		Password:      os.Getenv(gitEnvPassword),
@@ -120,7 +120,7 @@ func (o *SourceOptions) auth() (*sourcegit.Auth, error) {
 
 // takeArgs takes the local directory from args and counts the ref flags
 // given.
-func (o *SourceOptions) takeArgs(args []string) (refs int, err error) {
+func (o *sourceOptions) takeArgs(args []string) (refs int, err error) {
 	if len(args) > 1 {
 		return 0, fmt.Errorf("expected at most one directory, got %d arguments", len(args))
 	}
@@ -137,7 +137,7 @@ func (o *SourceOptions) takeArgs(args []string) (refs int, err error) {
 
 // Complete takes the local directory from args and checks that exactly one
 // source is named.
-func (o *SourceOptions) Complete(args []string) error {
+func (o *sourceOptions) Complete(args []string) error {
 	refs, err := o.takeArgs(args)
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (o *SourceOptions) Complete(args []string) error {
 // CompleteOptional is Complete for a command whose source may come from
 // elsewhere (diff --gitsync: the GitSync's spec): no source is fine, and
 // the ref flags may stand alone (they override the spec's ref).
-func (o *SourceOptions) CompleteOptional(args []string) error {
+func (o *sourceOptions) CompleteOptional(args []string) error {
 	refs, err := o.takeArgs(args)
 	if err != nil {
 		return err
@@ -178,8 +178,8 @@ func (o *SourceOptions) CompleteOptional(args []string) error {
 	return nil
 }
 
-// Desired is what a source renders to.
-type Desired struct {
+// renderedSource is what a source renders to.
+type renderedSource struct {
 	// Objects are validated and sorted.
 	Objects []*unstructured.Unstructured
 	// Revision says what was read: "main@sha1:<commit>" for a remote, the
@@ -190,7 +190,7 @@ type Desired struct {
 }
 
 // Render reads the source and renders it with the engine's renderer.
-func (o *SourceOptions) Render(ctx context.Context) (*Desired, error) {
+func (o *sourceOptions) Render(ctx context.Context) (*renderedSource, error) {
 	if o.URL != "" {
 		return o.renderRemote(ctx)
 	}
@@ -203,7 +203,7 @@ func (o *SourceOptions) Render(ctx context.Context) (*Desired, error) {
 // agent; else the nearest directory holding Dir and the kustomize bases it
 // names, as `kustomize build DIR` allows (bases may sit outside Dir, files
 // may not). Symlinks leaving the root are refused.
-func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
+func (o *sourceOptions) renderLocal(ctx context.Context) (*renderedSource, error) {
 	dir, err := realDir(o.Dir)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func (o *SourceOptions) renderLocal(ctx context.Context) (*Desired, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", o.Dir, err)
 	}
-	return &Desired{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
+	return &renderedSource{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
 }
 
 // realDir is the absolute, symlink-free path of the directory d.
@@ -248,7 +248,7 @@ func realDir(d string) (string, error) {
 
 // localRoot returns the confinement root of the real directory dir and
 // dir's path relative to it.
-func (o *SourceOptions) localRoot(dir string) (root, rel string, err error) {
+func (o *sourceOptions) localRoot(dir string) (root, rel string, err error) {
 	switch {
 	case o.Root != "":
 		if root, err = realDir(o.Root); err != nil {
@@ -285,7 +285,7 @@ func workTreeTop(dir string) string {
 
 // renderRemote resolves the ref, checks the commit out into a temporary
 // directory and renders Path from it.
-func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
+func (o *sourceOptions) renderRemote(ctx context.Context) (*renderedSource, error) {
 	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	auth, err := o.auth()
 	if err != nil {
@@ -296,13 +296,13 @@ func (o *SourceOptions) renderRemote(ctx context.Context) (*Desired, error) {
 }
 
 // ref is the revision the ref flags select; zero when none is given.
-func (o *SourceOptions) ref() sourcegit.Ref {
+func (o *sourceOptions) ref() sourcegit.Ref {
 	return sourcegit.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}
 }
 
 // renderSource fetches src into a temporary directory and renders its path;
 // a src without a ref follows the remote's default branch.
-func (o *SourceOptions) renderSource(ctx context.Context, src sourcegit.Source) (*Desired, error) {
+func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source) (*renderedSource, error) {
 	tmp, err := os.MkdirTemp("", "gitsync-cli-")
 	if err != nil {
 		return nil, err
@@ -343,7 +343,7 @@ func (o *SourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 	if err != nil {
 		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
 	}
-	return &Desired{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
+	return &renderedSource{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
 }
 
 // withCredentialsHint says how to give the CLI credentials when a remote

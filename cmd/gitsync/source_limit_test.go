@@ -40,7 +40,7 @@ func TestSourceMaxObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &SourceOptions{}
+			o := &sourceOptions{}
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {

@@ -16,9 +16,9 @@ import (
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
-// RenderFlags are the CLI's spec.helm and spec.ignore: how a chart directory
+// renderFlags are the CLI's spec.helm and spec.ignore: how a chart directory
 // renders and which files are left out.
-type RenderFlags struct {
+type renderFlags struct {
 	// HelmValues are values files merged in order over the chart's own. A
 	// local source takes them as paths on disk (inside the render's root); a
 	// remote one as paths in the repository, as spec.helm.valuesFiles.
@@ -41,7 +41,7 @@ type RenderFlags struct {
 }
 
 // AddFlags registers --helm-values, --helm-set, --release-name and --ignore.
-func (o *RenderFlags) AddFlags(fs *pflag.FlagSet) {
+func (o *renderFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.HelmValues, "helm-values", nil, "Values file for a Helm chart directory, merged over the chart's values.yaml (repeatable; a path inside the repository with --url).")
 	fs.StringArrayVar(&o.HelmSet, "helm-set", nil, "Value for a Helm chart directory in helm --set syntax, e.g. image.tag=1.2 (repeatable; wins over --helm-values).")
 	fs.StringVar(&o.ReleaseName, "release-name", "", "Release name a Helm chart directory's templates see (default: --name, else the chart's name).")
@@ -52,7 +52,7 @@ func (o *RenderFlags) AddFlags(fs *pflag.FlagSet) {
 // settings turns the flags into render settings. root is the confinement
 // root of a local render ("" for a repository checkout), in which
 // --helm-values paths must lie.
-func (o *RenderFlags) settings(root string) (sourcerender.Settings, error) {
+func (o *renderFlags) settings(root string) (sourcerender.Settings, error) {
 	if o.spec != nil {
 		return *o.spec, nil
 	}
@@ -101,13 +101,13 @@ func valuesPath(root, f string) (string, error) {
 }
 
 // given reports whether any of the flags was set.
-func (o *RenderFlags) given() bool {
+func (o *renderFlags) given() bool {
 	return len(o.HelmValues) > 0 || len(o.HelmSet) > 0 || o.ReleaseName != "" || len(o.Ignore) > 0
 }
 
 // useTarget takes the release defaults from the command: its --name and the
 // namespace objects without one go to.
-func (o *RenderFlags) useTarget(name string, t *TargetOptions) {
+func (o *renderFlags) useTarget(name string, t *targetOptions) {
 	o.defaultRelease = name
 	if ns, err := t.Namespace(); err == nil {
 		o.namespace = ns
@@ -116,7 +116,7 @@ func (o *RenderFlags) useTarget(name string, t *TargetOptions) {
 
 // renderOptionsIn are renderOptions with the flags' settings; root is the
 // confinement root of a local render, "" for a repository checkout.
-func (o *SourceOptions) renderOptionsIn(root string) (sourcerender.Options, error) {
+func (o *sourceOptions) renderOptionsIn(root string) (sourcerender.Options, error) {
 	ropts := o.renderOptions()
 	s, err := o.Rendering.settings(root)
 	if err != nil {
@@ -128,7 +128,7 @@ func (o *SourceOptions) renderOptionsIn(root string) (sourcerender.Options, erro
 
 // useGitSync renders with gs's spec.helm and spec.ignore, as the agent
 // does (prepare.Settings); the flags may not change them.
-func (o *RenderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
+func (o *renderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
 	if o.given() {
 		return errors.New("--helm-values, --helm-set, --release-name and --ignore do not apply with --gitsync: it renders with the GitSync's spec.helm and spec.ignore")
 	}

@@ -55,7 +55,7 @@ func TestRenderLocalOverlayOutsideGit(t *testing.T) {
 		"app/overlays/link/cm.yaml":            "->" + filepath.Join(outside, "secret.yaml"),
 		"app/plain/cm.yaml":                    "->" + filepath.Join(outside, "secret.yaml"),
 	})
-	render := func(o SourceOptions) ([]string, error) {
+	render := func(o sourceOptions) ([]string, error) {
 		got, err := o.Render(context.Background())
 		if err != nil {
 			return nil, err
@@ -70,14 +70,14 @@ func TestRenderLocalOverlayOutsideGit(t *testing.T) {
 	for name, cwd := range map[string]string{"from the overlay": filepath.Join(top, "app/overlays/prod"), "from elsewhere": outside} {
 		t.Run(name, func(t *testing.T) {
 			t.Chdir(cwd)
-			names, err := render(SourceOptions{Dir: filepath.Join(top, "app/overlays/prod")})
+			names, err := render(sourceOptions{Dir: filepath.Join(top, "app/overlays/prod")})
 			if err != nil || len(names) != 1 || names[0] != "prod-settings" {
 				t.Errorf("render overlays/prod = %v, %v; want ConfigMap prod-settings", names, err)
 			}
 		})
 	}
 	for _, dir := range []string{"app/overlays/file", "app/overlays/link", "app/plain"} {
-		_, err := render(SourceOptions{Dir: filepath.Join(top, dir)})
+		_, err := render(sourceOptions{Dir: filepath.Join(top, dir)})
 		if err == nil {
 			t.Errorf("render %s: want a refusal, rendered", dir)
 		}
@@ -86,16 +86,16 @@ func TestRenderLocalOverlayOutsideGit(t *testing.T) {
 		}
 	}
 	// --root narrower than the bases refuses them, with the hint.
-	_, err := render(SourceOptions{Dir: filepath.Join(top, "app/overlays/prod"), Root: filepath.Join(top, "app/overlays")})
+	_, err := render(sourceOptions{Dir: filepath.Join(top, "app/overlays/prod"), Root: filepath.Join(top, "app/overlays")})
 	if !errors.Is(err, sourcerender.ErrOutsideRoot) || !strings.Contains(err.Error(), "--root sets that directory") {
 		t.Errorf("render with --root app/overlays = %v, want ErrOutsideRoot with the --root hint", err)
 	}
 	// --root must hold the directory.
-	if _, err := render(SourceOptions{Dir: filepath.Join(top, "app/base"), Root: filepath.Join(top, "app/overlays")}); err == nil || !strings.Contains(err.Error(), "outside --root") {
+	if _, err := render(sourceOptions{Dir: filepath.Join(top, "app/base"), Root: filepath.Join(top, "app/overlays")}); err == nil || !strings.Contains(err.Error(), "outside --root") {
 		t.Errorf("render app/base with --root app/overlays = %v, want a refusal", err)
 	}
 	// A wider --root holds the base.
-	names, err := render(SourceOptions{Dir: filepath.Join(top, "app/overlays/prod"), Root: top})
+	names, err := render(sourceOptions{Dir: filepath.Join(top, "app/overlays/prod"), Root: top})
 	if err != nil || len(names) != 1 {
 		t.Errorf("render with --root top = %v, %v; want prod-settings", names, err)
 	}

@@ -99,16 +99,16 @@ func TestRenderErrorNamesFile(t *testing.T) {
 
 func TestSourceOptionsComplete(t *testing.T) {
 	for name, tc := range map[string]struct {
-		opts    SourceOptions
+		opts    sourceOptions
 		args    []string
 		wantErr string
 	}{
 		"dir":             {args: []string{"./deploy"}},
-		"url":             {opts: SourceOptions{URL: "https://example.com/r", Tag: "v1"}},
+		"url":             {opts: sourceOptions{URL: "https://example.com/r", Tag: "v1"}},
 		"neither":         {wantErr: "no source"},
-		"both":            {opts: SourceOptions{URL: "https://example.com/r"}, args: []string{"."}, wantErr: "not both"},
-		"two refs":        {opts: SourceOptions{URL: "https://example.com/r", Tag: "v1", Branch: "main"}, wantErr: "at most one"},
-		"ref without url": {opts: SourceOptions{Commit: "abc"}, args: []string{"."}, wantErr: "need --url"},
+		"both":            {opts: sourceOptions{URL: "https://example.com/r"}, args: []string{"."}, wantErr: "not both"},
+		"two refs":        {opts: sourceOptions{URL: "https://example.com/r", Tag: "v1", Branch: "main"}, wantErr: "at most one"},
+		"ref without url": {opts: sourceOptions{Commit: "abc"}, args: []string{"."}, wantErr: "need --url"},
 		"two directories": {args: []string{"a", "b"}, wantErr: "at most one directory"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -19,9 +19,9 @@ import (
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
-// StatusOptions are the inputs of gitsync status.
-type StatusOptions struct {
-	Target TargetOptions
+// statusOptions are the inputs of gitsync status.
+type statusOptions struct {
+	Target targetOptions
 	// Name selects one GitSync; empty lists them all.
 	Name string
 	// AllNamespaces lists GitSyncs of every namespace.
@@ -34,9 +34,9 @@ type StatusOptions struct {
 	now func() time.Time
 }
 
-// NewStatusCmd returns the status command.
-func NewStatusCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &StatusOptions{now: time.Now}
+// newStatusCmd returns the status command.
+func newStatusCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &statusOptions{now: time.Now}
 	o.Target.Flags = kube
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
@@ -72,7 +72,7 @@ Without NAME every GitSync of the namespace is listed; -A lists all namespaces.`
 }
 
 // Validate checks the flags.
-func (o *StatusOptions) Validate() error {
+func (o *statusOptions) Validate() error {
 	if o.Name != "" && o.AllNamespaces {
 		return errors.New("a NAME cannot be combined with -A; give -n NAMESPACE instead")
 	}
@@ -80,7 +80,7 @@ func (o *StatusOptions) Validate() error {
 }
 
 // Run reads the GitSyncs and prints them.
-func (o *StatusOptions) Run(ctx context.Context) error {
+func (o *statusOptions) Run(ctx context.Context) error {
 	tgt, err := o.Target.Connect()
 	if err != nil {
 		return err
@@ -123,7 +123,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 }
 
 // printObjects prints one GitSync as itself, several as a GitSyncList.
-func (o *StatusOptions) printObjects(list *gitsyncv1.GitSyncList) error {
+func (o *statusOptions) printObjects(list *gitsyncv1.GitSyncList) error {
 	var v any = list
 	if o.Name != "" {
 		v = &list.Items[0]
@@ -142,7 +142,7 @@ func (o *StatusOptions) printObjects(list *gitsyncv1.GitSyncList) error {
 }
 
 // printTable prints the kubectl-style table.
-func (o *StatusOptions) printTable(items []gitsyncv1.GitSync) error {
+func (o *statusOptions) printTable(items []gitsyncv1.GitSync) error {
 	tw := newTable(o.Out)
 	header := "NAME\tREADY\tREVISION\tLAST APPLIED\tMESSAGE"
 	if o.AllNamespaces {
@@ -170,7 +170,7 @@ func (o *StatusOptions) printTable(items []gitsyncv1.GitSync) error {
 }
 
 // age formats how long ago t was, like kubectl's AGE column.
-func (o *StatusOptions) age(t metav1.Time) string {
+func (o *statusOptions) age(t metav1.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}

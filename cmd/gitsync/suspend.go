@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// SuspendOptions are the inputs of gitsync suspend and gitsync resume.
-type SuspendOptions struct {
-	Target TargetOptions
+// suspendOptions are the inputs of gitsync suspend and gitsync resume.
+type suspendOptions struct {
+	Target targetOptions
 	// Name is the GitSync, in the target namespace.
 	Name string
 	// Suspend is the value spec.suspend gets.
@@ -21,9 +21,9 @@ type SuspendOptions struct {
 	Out io.Writer
 }
 
-// NewSuspendCmd returns the suspend command.
-func NewSuspendCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	return newSuspendCmd(kube, true, &cobra.Command{
+// newSuspendCmd returns the suspend command.
+func newSuspendCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	return newSuspendingCmd(kube, true, &cobra.Command{
 		Use:   "suspend NAME",
 		Short: "Stop the agent from syncing a GitSync",
 		Long: `Stop the agent from syncing a GitSync: spec.suspend is set, so nothing is
@@ -33,9 +33,9 @@ applied, pruned or repaired until gitsync resume. The objects stay as they are.`
 	})
 }
 
-// NewResumeCmd returns the resume command.
-func NewResumeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	return newSuspendCmd(kube, false, &cobra.Command{
+// newResumeCmd returns the resume command.
+func newResumeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	return newSuspendingCmd(kube, false, &cobra.Command{
 		Use:   "resume NAME",
 		Short: "Let the agent sync a suspended GitSync again",
 		Long: `Let the agent sync a suspended GitSync again: spec.suspend is cleared, and
@@ -45,8 +45,8 @@ the agent syncs it at once (a spec change starts a reconcile).`,
 	})
 }
 
-func newSuspendCmd(kube *genericclioptions.ConfigFlags, suspend bool, cmd *cobra.Command) *cobra.Command {
-	o := &SuspendOptions{Target: TargetOptions{Flags: kube}, Suspend: suspend}
+func newSuspendingCmd(kube *genericclioptions.ConfigFlags, suspend bool, cmd *cobra.Command) *cobra.Command {
+	o := &suspendOptions{Target: targetOptions{Flags: kube}, Suspend: suspend}
 	cmd.Args = cobra.ExactArgs(1)
 	cmd.ValidArgsFunction = completeGitSyncs(kube)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -57,7 +57,7 @@ func newSuspendCmd(kube *genericclioptions.ConfigFlags, suspend bool, cmd *cobra
 }
 
 // Run sets spec.suspend.
-func (o *SuspendOptions) Run(ctx context.Context) error {
+func (o *suspendOptions) Run(ctx context.Context) error {
 	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
 		return err

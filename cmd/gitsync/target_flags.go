@@ -23,14 +23,14 @@ import (
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
-// TargetOptions select the cluster, identity and default namespace with
+// targetOptions select the cluster, identity and default namespace with
 // kubectl's own flags (k8s.io/cli-runtime ConfigFlags): --kubeconfig (else
 // $KUBECONFIG, else ~/.kube/config), --context, --cluster, --user, --server,
 // --token, --as, --as-group, --request-timeout, --insecure-skip-tls-verify,
 // -n/--namespace (else the context's namespace, else "default") and the rest.
 // The root command registers them once as persistent flags, so every
 // command, run included, reads them the same way.
-type TargetOptions struct {
+type targetOptions struct {
 	// Flags are the connection flags; nil means kubectl's defaults.
 	Flags *genericclioptions.ConfigFlags
 }
@@ -44,16 +44,16 @@ func newKubeFlags() *genericclioptions.ConfigFlags {
 	return f
 }
 
-// targetFor is the TargetOptions of an explicit kubeconfig and namespace
+// targetFor is the targetOptions of an explicit kubeconfig and namespace
 // (tests, and callers that do not parse flags).
-func targetFor(kubeconfig, namespace string) TargetOptions {
+func targetFor(kubeconfig, namespace string) targetOptions {
 	f := newKubeFlags()
 	*f.KubeConfig, *f.Namespace = kubeconfig, namespace
-	return TargetOptions{Flags: f}
+	return targetOptions{Flags: f}
 }
 
 // AddFlags registers kubectl's connection flags on fs.
-func (o *TargetOptions) AddFlags(fs *pflag.FlagSet) {
+func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
 	if o.Flags == nil {
 		o.Flags = newKubeFlags()
 	}
@@ -63,7 +63,7 @@ func (o *TargetOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // clientConfig is the kubeconfig loader with the flags' overrides applied.
-func (o *TargetOptions) clientConfig() clientcmd.ClientConfig {
+func (o *targetOptions) clientConfig() clientcmd.ClientConfig {
 	if o.Flags == nil {
 		o.Flags = newKubeFlags()
 	}
@@ -72,7 +72,7 @@ func (o *TargetOptions) clientConfig() clientcmd.ClientConfig {
 
 // RESTConfig is the rest config the flags select, without the CLI's
 // defaults (run sets its own user agent and budget).
-func (o *TargetOptions) RESTConfig() (*rest.Config, error) {
+func (o *targetOptions) RESTConfig() (*rest.Config, error) {
 	cfg, err := o.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -82,7 +82,7 @@ func (o *TargetOptions) RESTConfig() (*rest.Config, error) {
 
 // Namespace is the namespace the flags select: -n, else the context's, else
 // "default".
-func (o *TargetOptions) Namespace() (string, error) {
+func (o *targetOptions) Namespace() (string, error) {
 	ns, _, err := o.clientConfig().Namespace()
 	if err != nil {
 		return "", fmt.Errorf("kubeconfig namespace: %w", err)
@@ -90,8 +90,8 @@ func (o *TargetOptions) Namespace() (string, error) {
 	return ns, nil
 }
 
-// Target is a connected cluster: everything the engine packages need.
-type Target struct {
+// connectedCluster is a connected cluster: everything the engine packages need.
+type connectedCluster struct {
 	// Config reaches the apiserver with the user's credentials.
 	Config *rest.Config
 	// Namespace is the resolved default namespace.
@@ -106,7 +106,7 @@ type Target struct {
 
 // Connect loads the kubeconfig and builds the clients. It makes no request:
 // an unreachable cluster is reported by the first call that needs it.
-func (o *TargetOptions) Connect() (*Target, error) {
+func (o *targetOptions) Connect() (*connectedCluster, error) {
 	quietControllerRuntime()
 	cfg, err := o.RESTConfig()
 	if err != nil {
@@ -121,7 +121,7 @@ func (o *TargetOptions) Connect() (*Target, error) {
 
 // connect builds the clients of cfg with the CLI's defaults: its user
 // agent, request budget and warning printer.
-func connect(cfg *rest.Config, ns string) (*Target, error) {
+func connect(cfg *rest.Config, ns string) (*connectedCluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "gitsync-cli"
 	if cfg.QPS == 0 {
@@ -149,7 +149,7 @@ func connect(cfg *rest.Config, ns string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Target{Config: cfg, Namespace: ns, Client: c, Mapper: mapper, Discovery: disc}, nil
+	return &connectedCluster{Config: cfg, Namespace: ns, Client: c, Mapper: mapper, Discovery: disc}, nil
 }
 
 // cliScheme knows the built-in kinds, CRDs and GitSync.

@@ -6,7 +6,7 @@ import "testing"
 // of 5 requests per second (a 1,500-object apply took minutes with it), but
 // keeps a budget a kubeconfig or caller sets explicitly.
 func TestConnectSetsRequestBudget(t *testing.T) {
-	tgt, err := (&TargetOptions{Flags: targetFor(env.Kubeconfig, "default").Flags}).Connect()
+	tgt, err := (&targetOptions{Flags: targetFor(env.Kubeconfig, "default").Flags}).Connect()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 	"gitsync.dev/gitsync/object"
 )
 
-// TreeOptions are the inputs of gitsync tree.
-type TreeOptions struct {
-	Target TargetOptions
+// treeOptions are the inputs of gitsync tree.
+type treeOptions struct {
+	Target targetOptions
 	// Name is the GitSync, in the target namespace.
 	Name string
 	// Output is "" (table), "json" or "yaml".
@@ -41,9 +41,9 @@ type treeEntry struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
-// NewTreeCmd returns the tree command.
-func NewTreeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &TreeOptions{Target: TargetOptions{Flags: kube}}
+// newTreeCmd returns the tree command.
+func newTreeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	o := &treeOptions{Target: targetOptions{Flags: kube}}
 	cmd := &cobra.Command{
 		Use:   "tree NAME",
 		Short: "List the objects a GitSync manages, with their health",
@@ -70,7 +70,7 @@ Terminating, NotFound, Unknown) and kstatus' message.`,
 }
 
 // Run reads the inventory and the health of each object.
-func (o *TreeOptions) Run(ctx context.Context) error {
+func (o *treeOptions) Run(ctx context.Context) error {
 	tgt, gs, err := connectGitSync(ctx, &o.Target, o.Name)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func (o *TreeOptions) Run(ctx context.Context) error {
 // treeEntryOf reads one inventory object and checks its health. A read
 // that fails is Unknown with the reason; the object may belong to a kind
 // no longer served.
-func treeEntryOf(ctx context.Context, tgt *Target, live client.Reader, e inventory.Entry) treeEntry {
+func treeEntryOf(ctx context.Context, tgt *connectedCluster, live client.Reader, e inventory.Entry) treeEntry {
 	te := treeEntry{Subject: e.ID.String(), Pending: e.Pending}
 	gvk, err := entryGVK(tgt, e)
 	if err != nil {
@@ -131,7 +131,7 @@ func treeEntryOf(ctx context.Context, tgt *Target, live client.Reader, e invento
 
 // entryGVK is the kind of an inventory entry at its recorded version, else
 // the one the cluster prefers.
-func entryGVK(tgt *Target, e inventory.Entry) (schema.GroupVersionKind, error) {
+func entryGVK(tgt *connectedCluster, e inventory.Entry) (schema.GroupVersionKind, error) {
 	if e.Version != "" {
 		return schema.GroupVersionKind{Group: e.ID.Group, Version: e.Version, Kind: e.ID.Kind}, nil
 	}
@@ -144,7 +144,7 @@ func entryGVK(tgt *Target, e inventory.Entry) (schema.GroupVersionKind, error) {
 
 // treeReader reads the inventory's objects as a cold apply reads its
 // desired ones: one LIST per (kind, namespace) of several objects.
-func treeReader(tgt *Target, inv *inventory.Inventory) client.Reader {
+func treeReader(tgt *connectedCluster, inv *inventory.Inventory) client.Reader {
 	stubs := make([]*unstructured.Unstructured, 0, inv.Len())
 	ids := make([]object.ID, 0, inv.Len())
 	for _, e := range inv.Entries {

@@ -19,8 +19,8 @@ var (
 	date    = ""
 )
 
-// NewVersionCmd returns `gitsync version`.
-func NewVersionCmd() *cobra.Command {
+// newVersionCmd returns `gitsync version`.
+func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the gitsync version, commit and build date",

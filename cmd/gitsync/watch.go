@@ -20,7 +20,7 @@ const watchQuiet = 300 * time.Millisecond
 // watch runs the diff, then again after every burst of changes under the
 // local directory, until ctx is cancelled (Ctrl-C). Errors of one run are
 // printed and the loop goes on: a half-typed manifest is not fatal.
-func (o *DiffOptions) watch(ctx context.Context, tgt *Target) error {
+func (o *diffOptions) watch(ctx context.Context, tgt *connectedCluster) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return withExitCode(exitError, fmt.Errorf("watch %s: %w", o.Source.Dir, err))
@@ -64,7 +64,7 @@ func (o *DiffOptions) watch(ctx context.Context, tgt *Target) error {
 
 // watchRun runs one diff, headed by the time; on a terminal the screen is
 // cleared first so the latest diff is all there is to read.
-func (o *DiffOptions) watchRun(ctx context.Context, tgt *Target) {
+func (o *diffOptions) watchRun(ctx context.Context, tgt *connectedCluster) {
 	if isTerminal(o.Out) {
 		fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
 	}
