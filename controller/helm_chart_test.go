@@ -15,66 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 )
 
-// chartFiles is a helm-guestbook-like chart under deploy/, with a values
-// file beside it and a stray CI file at the repository root.
-func chartFiles() map[string]string {
-	return map[string]string{
-		"deploy/Chart.yaml":  "apiVersion: v2\nname: guestbook\nversion: 0.1.0\nappVersion: \"1.0\"\n",
-		"deploy/values.yaml": "replicaCount: 1\nservice:\n  port: 80\nresources: {}\nnodeSelector: {}\npodAnnotations: {}\n",
-		"deploy/templates/_helpers.tpl": `{{- define "gb.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-{{- end -}}`,
-		"deploy/templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-ui
-  labels:
-    {{- include "gb.labels" . | nindent 4 }}
-spec:
-  replicas: {{ .Values.replicaCount }}
-  selector:
-    matchLabels:
-      {{- include "gb.labels" . | nindent 6 }}
-  template:
-    metadata:
-      {{- with .Values.podAnnotations }}
-      annotations:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-      labels:
-        {{- include "gb.labels" . | nindent 8 }}
-    spec:
-      containers:
-      - name: ui
-        image: "nginx:{{ .Chart.AppVersion }}"
-        resources:
-          {{- toYaml .Values.resources | nindent 10 }}
-      {{- with .Values.nodeSelector }}
-      nodeSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-`,
-		"deploy/templates/service.yaml": `apiVersion: v1
-kind: Service
-metadata:
-  name: {{ .Release.Name }}-ui
-  namespace: {{ .Release.Namespace }}
-spec:
-  ports:
-  - port: {{ .Values.service.port }}
-    targetPort: 80
-  selector:
-    {{- include "gb.labels" . | nindent 4 }}
-`,
-		"deploy/templates/tests/ping.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-ping\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: [{name: p, image: busybox}]\n",
-		"deploy/templates/NOTES.txt":       "Installed {{ .Release.Name }}.\n",
-		"deploy/crds/gadgets.yaml":         "",
-		"env/prod.yaml":                    "replicaCount: 2\n",
-	}
-}
+// chartFiles is the shared Helm chart under deploy/, with a values file
+// elsewhere in the repository and a stray CI file at its root.
+func chartFiles() map[string]string { return gitsynctest.GuestbookChart("deploy") }
 
 // TestHelmChart: a chart path renders with spec.helm (values file from
 // elsewhere in the repository, inline values, release name and namespace
@@ -122,21 +68,21 @@ spec:
 		t.Errorf("inventory has %d entries, want 3 (CRD, Deployment, Service): %+v", n, got.Status.Inventory.Entries)
 	}
 	d := &appsv1.Deployment{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-ui"}, d); err != nil {
-		t.Fatalf("Deployment shop-ui (release name = GitSync name): %v", err)
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-guestbook"}, d); err != nil {
+		t.Fatalf("Deployment shop-guestbook (release name = GitSync name): %v", err)
 	}
 	if *d.Spec.Replicas != 2 {
 		t.Errorf("replicas = %d, want 2 from env/prod.yaml", *d.Spec.Replicas)
 	}
 	svc := &corev1.Service{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-ui"}, svc); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-guestbook"}, svc); err != nil {
 		t.Fatal(err)
 	}
 	if p := svc.Spec.Ports[0].Port; p != 8080 {
 		t.Errorf("service port = %d, want 8080 from spec.helm.values", p)
 	}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-ping"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
-		t.Errorf("test hook Pod shop-ping: %v, want NotFound", err)
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-guestbook-ping"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("test hook Pod shop-guestbook-ping: %v, want NotFound", err)
 	}
 	secrets := &corev1.SecretList{}
 	if err := c.List(context.Background(), secrets, client.InNamespace(ns)); err != nil {
@@ -162,7 +108,7 @@ spec:
 	t.Run("values change applies", func(t *testing.T) {
 		patchHelm(t, c, key, func(h *v1.HelmSpec) { h.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicaCount": 3}`)} })
 		waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-ui"}, d); err != nil || *d.Spec.Replicas != 3 {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-guestbook"}, d); err != nil || *d.Spec.Replicas != 3 {
 			t.Errorf("after spec.helm.values replicaCount 3: %v replicas, %v", d.Spec.Replicas, err)
 		}
 	})
@@ -177,8 +123,8 @@ spec:
 		if strings.Contains(cond.Message, "root:") {
 			t.Errorf("message quotes /etc/passwd: %q", cond.Message)
 		}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-ui"}, d); err != nil {
-			t.Errorf("Deployment shop-ui after a failed render: %v, want it kept", err)
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-guestbook"}, d); err != nil {
+			t.Errorf("Deployment shop-guestbook after a failed render: %v, want it kept", err)
 		}
 	})
 }

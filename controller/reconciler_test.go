@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 	"gitsync.dev/gitsync/object"
 )
 
@@ -26,18 +27,7 @@ func configMap(name, value string) string {
 }
 
 func newGitSync(ns, name, url string, mutate ...func(*v1.GitSync)) *v1.GitSync {
-	gs := &v1.GitSync{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.GitSyncSpec{
-			Source:   v1.GitSource{URL: url, Ref: v1.GitRef{Branch: "main"}, Path: "deploy"},
-			Interval: metav1.Duration{Duration: time.Hour},
-			Prune:    true,
-		},
-	}
-	for _, m := range mutate {
-		m(gs)
-	}
-	return gs
+	return gitsynctest.New(ns, name, url, mutate...)
 }
 
 // waitCondition waits until the GitSync's condition t has status s for its

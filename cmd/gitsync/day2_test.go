@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 	"gitsync.dev/gitsync/object"
 )
 
@@ -24,14 +24,7 @@ func TestReconcileWait(t *testing.T) {
 	c := gitsyncClient(t)
 	dir := newRunRepo(t)
 	commit1 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "1")})
-	gs := &gitsyncv1.GitSync{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: gitsyncv1.GitSyncSpec{
-			Source:   gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
-			Interval: metav1.Duration{Duration: time.Hour},
-			Prune:    true,
-		},
-	}
+	gs := gitsynctest.New(ns, "web", "file://"+dir)
 	poll(t, "create GitSync (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
 		return c.Create(ctx, gs.DeepCopy()) == nil, nil
 	})

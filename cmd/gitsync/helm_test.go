@@ -7,70 +7,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 )
 
-// guestbookChart is a helm-guestbook-like chart (helpers, toYaml of empty
-// maps, a test hook, NOTES.txt) at charts/web of a work tree, with a values
-// file elsewhere in it and a CI file beside the chart.
-var guestbookChart = map[string]string{
-	"charts/web/Chart.yaml":  "apiVersion: v2\nname: guestbook\nversion: 0.1.0\nappVersion: \"1.27\"\n",
-	"charts/web/values.yaml": "replicaCount: 1\nservice:\n  port: 80\nresources: {}\nnodeSelector: {}\ntolerations: []\n",
-	"charts/web/templates/_helpers.tpl": `{{- define "gb.fullname" -}}{{ .Release.Name }}-{{ .Chart.Name }}{{- end -}}
-{{- define "gb.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-{{- end -}}`,
-	"charts/web/templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ include "gb.fullname" . }}
-  labels:
-    {{- include "gb.labels" . | nindent 4 }}
-spec:
-  replicas: {{ .Values.replicaCount }}
-  selector:
-    matchLabels:
-      {{- include "gb.labels" . | nindent 6 }}
-  template:
-    metadata:
-      labels:
-        {{- include "gb.labels" . | nindent 8 }}
-    spec:
-      containers:
-        - name: web
-          image: "nginx:{{ .Chart.AppVersion }}"
-          ports:
-            - name: http
-              containerPort: 80
-          resources:
-            {{- toYaml .Values.resources | nindent 12 }}
-      {{- with .Values.nodeSelector }}
-      nodeSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-      {{- with .Values.tolerations }}
-      tolerations:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-`,
-	"charts/web/templates/service.yaml": `apiVersion: v1
-kind: Service
-metadata:
-  name: {{ include "gb.fullname" . }}
-  namespace: {{ .Release.Namespace }}
-spec:
-  type: ClusterIP
-  ports:
-    - port: {{ .Values.service.port }}
-      targetPort: http
-  selector:
-    {{- include "gb.labels" . | nindent 4 }}
-`,
-	"charts/web/templates/tests/ping.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ include \"gb.fullname\" . }}-ping\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: [{name: p, image: busybox}]\n",
-	"charts/web/templates/NOTES.txt":       "Visit {{ include \"gb.fullname\" . }}.\n",
-	"env/prod.yaml":                        "replicaCount: 2\n",
-	"charts/.gitlab-ci.yml":                "stages: [lint]\n",
-}
+// guestbookChart is the shared Helm chart at charts/web of a work tree,
+// with its values file elsewhere in it and a CI file beside the chart.
+var guestbookChart = gitsynctest.GuestbookChart("charts/web")
 
 // TestHelmChartApplyThenDiff: a chart directory renders like helm template
 // (release name from --name, values file and --helm-set), applies, and then

@@ -19,6 +19,7 @@ import (
 
 	"gitsync.dev/gitsync/agent"
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 )
 
 // TestShardsWaitForLeader: a --shards auto replica started while a
@@ -48,14 +49,10 @@ func TestShardsWaitForLeader(t *testing.T) {
 			dir := newRunRepo(t)
 			commit := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "1")})
 			a := startShardAgent(t, ns, "gitsync-shard-waiter", filepath.Join(t.TempDir(), "trace"))
-			gs := &gitsyncv1.GitSync{
-				ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
-				Spec: gitsyncv1.GitSyncSpec{
-					Source:        gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
-					Interval:      metav1.Duration{Duration: time.Hour},
-					RetryInterval: &metav1.Duration{Duration: 2 * time.Second},
-				},
-			}
+			gs := gitsynctest.New(ns, "app", "file://"+dir, func(g *gitsyncv1.GitSync) {
+				g.Spec.RetryInterval = &metav1.Duration{Duration: 2 * time.Second}
+				g.Spec.Prune = false
+			})
 			poll(t, "create GitSync (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
 				return c.Create(ctx, gs.DeepCopy()) == nil, nil
 			})
@@ -113,14 +110,7 @@ func TestShardsAfterLeaderStops(t *testing.T) {
 	leader := startRun(t, ns, "--leader-elect", "--leader-election-namespace", ns)
 	dir := newRunRepo(t)
 	commit1 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "1")})
-	gs := &gitsyncv1.GitSync{
-		ObjectMeta: metav1.ObjectMeta{Name: "le", Namespace: ns},
-		Spec: gitsyncv1.GitSyncSpec{
-			Source:   gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
-			Interval: metav1.Duration{Duration: time.Hour},
-			Prune:    true,
-		},
-	}
+	gs := gitsynctest.New(ns, "le", "file://"+dir)
 	poll(t, "create GitSync", func(ctx context.Context) (bool, error) { return c.Create(ctx, gs.DeepCopy()) == nil, nil })
 	key := client.ObjectKeyFromObject(gs)
 	waitApplied(t, c, key, commit1)

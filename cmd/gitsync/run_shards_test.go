@@ -29,6 +29,7 @@ import (
 
 	"gitsync.dev/gitsync/agent"
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 	"gitsync.dev/gitsync/internal/shard"
 )
 
@@ -232,14 +233,10 @@ func createHooked(t *testing.T, c client.Client, ns, repo string) {
 	if err := c.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	gs := &gitsyncv1.GitSync{
-		ObjectMeta: metav1.ObjectMeta{Name: "hooked", Namespace: ns},
-		Spec: gitsyncv1.GitSyncSpec{
-			Source:   gitsyncv1.GitSource{URL: "file://" + repo, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
-			Interval: metav1.Duration{Duration: time.Hour},
-			Webhook:  &gitsyncv1.WebhookSpec{SecretRef: gitsyncv1.LocalObjectReference{Name: "hook"}},
-		},
-	}
+	gs := gitsynctest.New(ns, "hooked", "file://"+repo, func(g *gitsyncv1.GitSync) {
+		g.Spec.Webhook = &gitsyncv1.WebhookSpec{SecretRef: gitsyncv1.LocalObjectReference{Name: "hook"}}
+		g.Spec.Prune = false
+	})
 	longPoll(t, "create GitSync hooked", func(ctx context.Context) (bool, error) {
 		err := c.Create(ctx, gs.DeepCopy())
 		return err == nil || apierrors.IsAlreadyExists(err), nil
@@ -307,15 +304,10 @@ func createApps(t *testing.T, c client.Client, ns, dir string, n int) {
 	g.SetLimit(8)
 	for i := range n {
 		g.Go(func() error {
-			gs := &gitsyncv1.GitSync{
-				ObjectMeta: metav1.ObjectMeta{Name: appName(i), Namespace: ns},
-				Spec: gitsyncv1.GitSyncSpec{
-					Source:        gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "apps/" + appName(i)},
-					Interval:      metav1.Duration{Duration: time.Hour},
-					RetryInterval: &metav1.Duration{Duration: 2 * time.Second},
-					Prune:         true,
-				},
-			}
+			gs := gitsynctest.New(ns, appName(i), "file://"+dir, func(g *gitsyncv1.GitSync) {
+				g.Spec.Source.Path = "apps/" + appName(i)
+				g.Spec.RetryInterval = &metav1.Duration{Duration: 2 * time.Second}
+			})
 			return wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 				err := c.Create(ctx, gs.DeepCopy())
 				return err == nil || apierrors.IsAlreadyExists(err), nil // the CRD may not be served yet

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 	"gitsync.dev/gitsync/internal/gittest"
 )
 
@@ -146,15 +147,9 @@ func TestRunAppliesOnWebhook(t *testing.T) {
 	if err := c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	gs := &gitsyncv1.GitSync{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: gitsyncv1.GitSyncSpec{
-			Source:   gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
-			Interval: metav1.Duration{Duration: time.Hour},
-			Prune:    true,
-			Webhook:  &gitsyncv1.WebhookSpec{SecretRef: gitsyncv1.LocalObjectReference{Name: "hook"}},
-		},
-	}
+	gs := gitsynctest.New(ns, "web", "file://"+dir, func(g *gitsyncv1.GitSync) {
+		g.Spec.Webhook = &gitsyncv1.WebhookSpec{SecretRef: gitsyncv1.LocalObjectReference{Name: "hook"}}
+	})
 	poll(t, "create GitSync (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
 		return c.Create(ctx, gs.DeepCopy()) == nil, nil
 	})
@@ -188,14 +183,7 @@ func TestRunLeaderElection(t *testing.T) {
 	first := startRun(t, ns, le...)
 	dir := newRunRepo(t)
 	commit1 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "1")})
-	gs := &gitsyncv1.GitSync{
-		ObjectMeta: metav1.ObjectMeta{Name: "le", Namespace: ns},
-		Spec: gitsyncv1.GitSyncSpec{
-			Source:   gitsyncv1.GitSource{URL: "file://" + dir, Ref: gitsyncv1.GitRef{Branch: "main"}, Path: "deploy"},
-			Interval: metav1.Duration{Duration: time.Hour},
-			Prune:    true,
-		},
-	}
+	gs := gitsynctest.New(ns, "le", "file://"+dir)
 	poll(t, "create GitSync", func(ctx context.Context) (bool, error) { return c.Create(ctx, gs.DeepCopy()) == nil, nil })
 	key := client.ObjectKeyFromObject(gs)
 	waitApplied(t, c, key, commit1)
