@@ -19,7 +19,7 @@ import (
 
 // Before the first object of a revision is applied, the reconciler makes
 // sure the whole revision can be: that the agent can read every kind into
-// its watch cache (drift.go, prepare) and that the identity writing — the
+// its watch cache (livecache.Kinds.Prepare) and that the identity writing — the
 // impersonated ServiceAccount, else the agent — may patch every kind where
 // the revision puts it, asked with a SelfSubjectAccessReview. A refusal
 // stalls the GitSync as Forbidden, naming verb, resource and identity,

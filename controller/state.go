@@ -31,11 +31,11 @@ type syncState struct {
 
 	superseded map[string]bool
 
-	rewind rewindMemo // see rewind.go
+	rewind rewindMemo
 
-	wait healthWait // see health.go
+	wait healthWait
 
-	access accessMemo // see access.go
+	access accessMemo
 }
 
 func (s *syncState) markFetch(at time.Time) {

@@ -29,14 +29,15 @@ type outcome struct {
 	inventory *inventory.Inventory
 	changes   *apply.ChangeSet
 	pruned    *inventory.PruneResult
-	rewind    *rewind // see rewind.go
+	rewind    *rewind
 	// waiting, set when the sync applied everything and spec.wait holds
 	// Ready, names the objects not ready yet; recheck is when the wait
 	// times out if no status change requeues the GitSync before.
 	waiting string
 	recheck time.Duration
 	// waitReason is the reason reported while waiting; empty means
-	// v1.ReasonWaitingForHealth (depends.go holds with DependencyNotReady).
+	// v1.ReasonWaitingForHealth (holdForDependencies holds with
+	// DependencyNotReady).
 	waitReason string
 	err        error
 	// yielded is set when the sync stopped after fetching a revision that

@@ -95,7 +95,7 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
 	o.Source.AddFlags(cmd.Flags())
-	o.Prepare.AddFlags(cmd.Flags()) // prepare_flags.go
+	o.Prepare.AddFlags(cmd.Flags())
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync: stamps owner labels and records the inventory used by --prune.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Take fields owned by other managers and recreate objects whose immutable fields changed.")
@@ -154,7 +154,7 @@ func (o *applyOptions) Run(ctx context.Context) error {
 	eopts := o.engineOptions(tgt, a, bar)
 	var waveErr error
 	if o.Wait {
-		eopts.BetweenWaves = o.waitBetweenWaves(tgt, &waveErr) // apply_waves.go
+		eopts.BetweenWaves = o.waitBetweenWaves(tgt, &waveErr)
 	}
 	res, err := engine.Run(ctx, desired.Objects, store, eopts)
 	bar.Done() // ended by the apply already, unless the run stopped before it
@@ -225,7 +225,7 @@ func printChangeSet(p *printer, cs *apply.ChangeSet) {
 func changeLine(p *printer, e apply.Entry) string {
 	line := e.Subject + " " + string(e.Action)
 	if e.Action == "" {
-		line = e.Subject + " not applied (an earlier wave is not ready)" // apply_waves.go
+		line = e.Subject + " not applied (an earlier wave is not ready)"
 	}
 	var notes []string
 	if len(e.TookOver) > 0 {

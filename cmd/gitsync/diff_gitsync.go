@@ -126,7 +126,7 @@ func (p *gitSyncPreview) render(ctx context.Context, user *connectedCluster, o *
 	if m := spec.MaxObjects; m != nil && int(*m) < opts.MaxObjects {
 		opts.MaxObjects = int(*m)
 	}
-	if err := opts.Rendering.useGitSync(p.gs); err != nil { // source_render_flags.go
+	if err := opts.Rendering.useGitSync(p.gs); err != nil {
 		return nil, err
 	}
 	var desired *renderedSource
@@ -273,7 +273,7 @@ func (o *diffOptions) runGitSync(ctx context.Context) error {
 		return withExitCode(exitError, err)
 	}
 	desired, err := p.render(ctx, user, &o.Source)
-	if err == nil { // the flags stand in for the GitSync's variables and key (prepare_flags.go)
+	if err == nil { // the flags stand in for the GitSync's variables and key
 		desired.Objects, err = o.Prepare.prepare(desired.Objects, desired.SOPS)
 	}
 	if err != nil {

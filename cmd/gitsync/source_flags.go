@@ -41,7 +41,7 @@ type sourceOptions struct {
 	// MaxObjects caps the objects the render may yield, as the agent's
 	// --max-objects does.
 	MaxObjects int
-	// Rendering holds spec.helm and spec.ignore as flags (source_render_flags.go).
+	// Rendering holds spec.helm and spec.ignore as flags.
 	Rendering renderFlags
 }
 
