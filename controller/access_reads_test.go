@@ -21,14 +21,14 @@ import (
 // Forbidden naming the Secret and the account, and nothing is applied. A
 // Secret the account may get (a resourceNames grant) is substituted.
 //
-// Checked: without checkReads (access_reads.go) the ConfigMap "leak" is
-// created holding the admin token.
+// Checked: without the read check the ConfigMap "leak" is created holding
+// the admin token.
 func TestSubstituteFromCannotReadPastTheAccount(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
 	startAgent(t, agentOptions{namespace: ns})
 	ctx := context.Background()
-	tenant(t, c, ns) // access_test.go: ConfigMaps only
+	tenant(t, c, ns) // its account may use ConfigMaps only
 	for _, o := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "admin-token", Namespace: ns}, StringData: map[string]string{"TOKEN": "admin-only-value-1234"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-vars", Namespace: ns}, StringData: map[string]string{"TEAM": "blue-team"}},

@@ -157,7 +157,7 @@ func TestRunAppliesOnWebhook(t *testing.T) {
 	waitApplied(t, c, key, commit1)
 
 	commit2 := commitFiles(t, dir, map[string]string{"deploy/a.yaml": configMap("a", "value", "2")})
-	sendPush(t, a.webhook, dir) // run_shards_test.go
+	sendPush(t, a.webhook, dir)
 	waitApplied(t, c, key, commit2)
 
 	code, text := httpGet("http://" + a.metrics + "/metrics")
