@@ -104,7 +104,7 @@ type Options struct {
 	Budget budget.Limits
 	// NamespaceShare is the most reconciles of one namespace (one tenant)
 	// that run at once, so one tenant's slow renders cannot hold every
-	// worker while another's commit waits (fairshare.go). 0 means half of
+	// worker while another's commit waits. 0 means half of
 	// MaxConcurrentReconciles, at least one; MaxConcurrentReconciles or
 	// more, or a negative value, means no limit.
 	NamespaceShare int

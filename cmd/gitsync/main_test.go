@@ -28,7 +28,7 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if onlyDocsTests(flag.Lookup("test.run").Value.String()) {
-		os.Exit(m.Run()) // make docs: no control plane, no binary (docs_test.go)
+		os.Exit(m.Run()) // make docs: no control plane, no binary (docsTests)
 	}
 	dir, err := os.MkdirTemp("", "gitsync-cli-test-")
 	if err != nil {

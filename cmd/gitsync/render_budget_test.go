@@ -13,7 +13,7 @@ import (
 // budget and the flag that raises it.
 //
 // Checked by rendering in-process (sourcerender.Render in
-// RenderLimitFlags.render): the bombs then exhaust the machine instead.
+// renderLimitFlags.render): the bombs then exhaust the machine instead.
 func TestRenderBudgetInTheCLI(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -12,10 +12,10 @@ import (
 	"gitsync.dev/gitsync/source/sandbox"
 )
 
-// RenderLimitFlags are the render budget (source/budget, source/sandbox):
+// renderLimitFlags are the render budget (source/budget, source/sandbox):
 // the same flags on gitsync run and on the commands that render a source,
 // so a chart that renders with `gitsync diff` renders in the agent.
-type RenderLimitFlags struct {
+type renderLimitFlags struct {
 	Limits budget.Limits
 	// Concurrency is how many render children run at once (gitsync run
 	// only; a CLI command renders one source).
@@ -24,7 +24,7 @@ type RenderLimitFlags struct {
 
 // AddFlags registers --render-timeout, --render-cpu, --render-memory and
 // --render-output-bytes, and with concurrency --render-concurrency.
-func (f *RenderLimitFlags) AddFlags(fs *pflag.FlagSet, concurrency bool) {
+func (f *renderLimitFlags) AddFlags(fs *pflag.FlagSet, concurrency bool) {
 	d := sandbox.DefaultOptions()
 	f.Limits = d.Limits
 	fs.DurationVar(&f.Limits.Wall, "render-timeout", d.Limits.Wall, "Deadline of one render of a kustomization or Helm chart, which runs in a child process; at it the child is killed, so it uses no CPU afterwards.")
@@ -38,12 +38,12 @@ func (f *RenderLimitFlags) AddFlags(fs *pflag.FlagSet, concurrency bool) {
 }
 
 // sandbox builds the renderer the flags describe.
-func (f *RenderLimitFlags) sandbox() (*sandbox.Sandbox, error) {
+func (f *renderLimitFlags) sandbox() (*sandbox.Sandbox, error) {
 	return sandbox.New(sandbox.Options{Limits: f.Limits, Concurrency: max(f.Concurrency, 1)})
 }
 
 // render renders path of root in a sandbox with the flags' limits.
-func (f *RenderLimitFlags) render(ctx context.Context, root, path string, ropts sourcerender.Options) (*sourcerender.Rendered, error) {
+func (f *renderLimitFlags) render(ctx context.Context, root, path string, ropts sourcerender.Options) (*sourcerender.Rendered, error) {
 	s, err := f.sandbox()
 	if err != nil {
 		return nil, err

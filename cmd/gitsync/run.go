@@ -28,7 +28,7 @@ type runOptions struct {
 	shards string
 	// render bounds every render (source/sandbox) and what substitution
 	// and decryption add (controller.Options.Budget).
-	render RenderLimitFlags
+	render renderLimitFlags
 	// allowNetworks are comma-separated CIDRs exempted from the egress deny
 	// list (loopback, link-local, cloud metadata) for Git remotes and
 	// kubeconfig servers.

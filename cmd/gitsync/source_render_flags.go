@@ -31,7 +31,7 @@ type renderFlags struct {
 	// Ignore are extra ignore rules, one per flag, as spec.ignore lines.
 	Ignore []string
 	// Limits are the render budget, as gitsync run's.
-	Limits RenderLimitFlags
+	Limits renderLimitFlags
 
 	// defaultRelease and namespace are set by the command: its --name and the
 	// namespace objects without one go to (.Release.Namespace).
