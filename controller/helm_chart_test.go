@@ -15,12 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/internal/gitsynctest"
+	"gitsync.dev/gitsync/internal/testcharts"
 )
 
 // chartFiles is the shared Helm chart under deploy/, with a values file
 // elsewhere in the repository and a stray CI file at its root.
-func chartFiles() map[string]string { return gitsynctest.GuestbookChart("deploy") }
+func chartFiles() map[string]string { return testcharts.GuestbookChart("deploy") }
 
 // TestHelmChart: a chart path renders with spec.helm (values file from
 // elsewhere in the repository, inline values, release name and namespace

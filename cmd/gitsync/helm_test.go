@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gitsync.dev/gitsync/internal/gitsynctest"
+	"gitsync.dev/gitsync/internal/testcharts"
 )
 
 // guestbookChart is the shared Helm chart at charts/web of a work tree,
 // with its values file elsewhere in it and a CI file beside the chart.
-var guestbookChart = gitsynctest.GuestbookChart("charts/web")
+var guestbookChart = testcharts.GuestbookChart("charts/web")
 
 // TestHelmChartApplyThenDiff: a chart directory renders like helm template
 // (release name from --name, values file and --helm-set), applies, and then

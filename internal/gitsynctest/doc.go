@@ -1,8 +1,7 @@
-// Package gitsynctest holds the fixtures tests of several packages share:
-// the one GitSync builder (New) and the one Helm chart a test repository
-// holds (GuestbookChart). Tests that need a fixture of this shape use
-// these, so a change to the API or the chart is made once.
+// Package gitsynctest holds the one GitSync builder the tests of several
+// packages share (New), so a change to the API's required fields or to the
+// tests' usual GitSync is made once.
 //
-// It never starts anything: repositories are internal/gittest's, the
-// control plane internal/testenv's.
+// It never starts anything: repositories are internal/gittest's, charts
+// internal/testcharts', the control plane internal/testenv's.
 package gitsynctest

@@ -1,4 +1,4 @@
-package gitsynctest
+package testcharts
 
 import "path"
 
@@ -6,13 +6,15 @@ import "path"
 // chart: replicaCount 2.
 const GuestbookValues = "env/prod.yaml"
 
-// GuestbookChart returns the files of a helm-guestbook-like chart at dir
-// of a work tree (slash-separated path → content): helpers, toYaml of
-// empty maps and lists, a test hook, NOTES.txt; a values file elsewhere in
-// the tree (GuestbookValues) and a CI file beside the chart. Release
-// RELEASE renders Deployment and Service RELEASE-guestbook (port
-// service.port, 80 by default, replicas replicaCount, 1 by default) and the
-// test hook Pod RELEASE-guestbook-ping.
+// GuestbookChart returns the files (slash-separated path → content) of a
+// helm-guestbook-like chart at dir of a work tree, the one the agent's and
+// the CLI's chart tests start from: helpers, toYaml of empty maps and
+// lists, a test hook, NOTES.txt; a values file elsewhere in the tree
+// (GuestbookValues) and a CI file beside the chart. It returns a fresh map
+// on every call, and it is not one of Names (those are compared with helm
+// template). Release RELEASE renders Deployment and Service
+// RELEASE-guestbook (port service.port, 80 by default; replicas
+// replicaCount, 1 by default) and the test hook Pod RELEASE-guestbook-ping.
 func GuestbookChart(dir string) map[string]string {
 	at := func(name string) string { return path.Join(dir, name) }
 	return map[string]string{
