@@ -150,3 +150,45 @@ func TestRevokedRightNotUsed(t *testing.T) {
 		t.Fatalf("ConfigMap team = %v, %v: want the value from before the right was revoked", cm, err)
 	}
 }
+
+// TestDefaultServiceAccount: with the operator's --default-service-account,
+// a GitSync that names no account is read and written as that account in
+// its namespace, not as the agent: a Secret it names but the account may
+// not get is Forbidden (naming the account and the flag), and so is an
+// object the account may not create. What the account may do is applied.
+//
+// Checked: with Options.DefaultServiceAccount not set by the agent, the
+// GitSync reads and writes with the agent's rights and is never Forbidden.
+func TestDefaultServiceAccount(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns, defaultServiceAccount: "tenant"})
+	tenant(t, c, ns)
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-vars", Namespace: ns}, StringData: map[string]string{"TEAM": "blue"}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t)
+	r.commit(map[string]string{"deploy/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team\ndata:\n  value: ${TEAM}\n"})
+	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
+		g.Spec.SubstituteFrom = []v1.SubstituteReference{{Kind: "Secret", Name: "team-vars"}}
+	})
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitReason(t, c, key, v1.ReasonForbidden, "secrets/team-vars", "tenant", "--default-service-account")
+
+	grantGet(t, c, ns, "team-vars")
+	request(t, c, key, "1")
+	waitData(t, c, ns, "team", map[string]string{"value": "blue"})
+
+	r.commit(map[string]string{"deploy/rb.yaml": roleBinding("viewers")})
+	request(t, c, key, "2")
+	waitReason(t, c, key, v1.ReasonForbidden, "rolebindings", "tenant", "--default-service-account")
+	rb := &rbacv1.RoleBinding{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "viewers"}, rb); err == nil {
+		t.Errorf("RoleBinding viewers was applied although the default account may not create it")
+	}
+}

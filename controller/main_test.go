@@ -138,6 +138,8 @@ type agentOptions struct {
 	concurrent int
 	// limits, when set, replaces Options.Limits (retries, Git hosts).
 	limits *controller.Limits
+	// defaultServiceAccount is the operator's --default-service-account.
+	defaultServiceAccount string
 	// alsoNamespaces are more namespaces the agent serves beside namespace.
 	alsoNamespaces []string
 	// render, when set, is the revision cache's renderer (a sandbox);
@@ -197,6 +199,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 		r.NamespaceShare = -1
 	}
 	r.CommitStatusTimeout = o.commitStatusTimeout
+	r.DefaultServiceAccount = o.defaultServiceAccount
 	if !o.strictEgress {
 		r.AllowLocalSources = true
 		r.Egress.Policy.Allow = append(r.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))

@@ -17,7 +17,10 @@ type Reviewer interface {
 
 // ForbiddenError is a read the GitSync's account may not make.
 type ForbiddenError struct {
-	Account   string
+	Account string
+	// From says where the account came from: spec.serviceAccountName or
+	// the agent's --default-service-account.
+	From      string
 	Ref       Ref
 	Namespace string
 	// Reason is the authorizer's own sentence, if it gave one.
@@ -25,8 +28,12 @@ type ForbiddenError struct {
 }
 
 func (e *ForbiddenError) Error() string {
+	who := e.Account
+	if e.From != "" {
+		who += " (" + e.From + ")"
+	}
 	msg := fmt.Sprintf("%s may not get %ss/%s in namespace %s, which %s names: the agent reads it only for an account allowed to",
-		e.Account, lowerKind(e.Ref.Kind), e.Ref.Name, e.Namespace, e.Ref.Field)
+		who, lowerKind(e.Ref.Kind), e.Ref.Name, e.Namespace, e.Ref.Field)
 	if e.Reason != "" {
 		msg += " (" + e.Reason + ")"
 	}

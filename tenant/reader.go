@@ -152,11 +152,31 @@ func (v *View) ConfigMap(ctx context.Context, ref Ref) (*corev1.ConfigMap, error
 // cached GET where the agent may not watch it). The answer is tied to no
 // resourceVersion, so only RBAC changes and the interval renew it.
 func (v *View) Allowed(ctx context.Context, ref Ref) error {
-	account := v.gs.AccountOr(v.r.defaultAccount)
+	account, from := v.account()
 	if account == "" {
 		return nil
 	}
-	return v.r.access.check(ctx, account, ref, v.gs.Namespace, "", v.gs.IntervalOrDefault())
+	return whence(v.r.access.check(ctx, account, ref, v.gs.Namespace, "", v.gs.IntervalOrDefault()), from)
+}
+
+// account is the user name of gs's account and where it came from, or ""
+// for none.
+func (v *View) account() (user, from string) {
+	switch {
+	case v.gs.Spec.ServiceAccountName != "":
+		return v.gs.AccountOr(""), "spec.serviceAccountName"
+	case v.r.defaultAccount != "":
+		return v.gs.AccountOr(v.r.defaultAccount), "the agent's --default-service-account"
+	}
+	return "", ""
+}
+
+// whence notes on a refusal where its account came from.
+func whence(err error, from string) error {
+	if fe, ok := errors.AsType[*ForbiddenError](err); ok {
+		fe.From = from
+	}
+	return err
 }
 
 // get reads ref from w and, when gs has an account, checks that it may:
@@ -170,13 +190,13 @@ func (v *View) get(ctx context.Context, w *namedWatch, ref Ref) (client.Object, 
 	if err != nil && !missing {
 		return nil, err
 	}
-	if account := v.gs.AccountOr(v.r.defaultAccount); account != "" {
+	if account, from := v.account(); account != "" {
 		rv := ""
 		if !missing {
 			rv = obj.GetResourceVersion()
 		}
 		if cerr := v.r.access.check(ctx, account, ref, key.Namespace, rv, v.gs.IntervalOrDefault()); cerr != nil {
-			return nil, cerr
+			return nil, whence(cerr, from)
 		}
 	}
 	return obj, err

@@ -115,6 +115,24 @@ func TestTemplate(t *testing.T) {
 	}
 }
 
+// TestTemplateRefuses: values that cannot work are refused when rendered,
+// naming the value, not installed to fail at run time.
+func TestTemplateRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, set, want string
+	}{
+		{"default account without impersonation", "agent.defaultServiceAccount=deployer,rbac.impersonate=false", "agent.defaultServiceAccount needs rbac.impersonate"},
+		{"no account name", "serviceAccount.create=false", "serviceAccount.name is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(t, "template", "gs", ".", "--set", tc.set)
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("helm template --set %s: err %v, want a refusal naming %q:\n%s", tc.set, err, tc.want, lines(out))
+			}
+		})
+	}
+}
+
 // TestDefaultRulesAreLeastPrivilege reads every rule the default chart grants:
 // nothing is a wildcard, Secrets are only read (never written), and no rule
 // reaches beyond the kinds the agent itself needs.
@@ -184,7 +202,7 @@ func TestInstallFullValues(t *testing.T) {
 		checkDeployment(t, &d, ns, []string{
 			"run", "--shards=auto", "--leader-elect=false", "--metrics-addr=:8080", "--health-addr=:8081",
 			"--webhook-addr=:9292", "--concurrent=8", "--cache-dir=/var/cache/gitsync", "--log-format=json", "-v",
-			"--shard=gitsync.dev/shard=blue",
+			"--shard=gitsync.dev/shard=blue", "--default-service-account=deployer",
 		})
 		if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {
 			t.Errorf("replicas = %d, want 2 (each owns a share of the GitSyncs)", got)

@@ -94,13 +94,13 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.BoolVar(&r.AllowLocalSources, "allow-local-sources", false, "Allow GitSyncs to name file:// URLs and local paths (repositories on the agent's disk).")
 	fs.StringVar(&o.allowNetworks, "allow-networks", "", "Comma-separated CIDRs that Git remotes and kubeconfig servers may reach although they are loopback, link-local or cloud metadata addresses, e.g. 127.0.0.0/8.")
 	fs.StringVar(&r.AgentNamespace, "agent-namespace", "", "Namespace of the agent's own ServiceAccount; prunes never delete the agent's Namespace, ServiceAccount, workload or RBAC (default: $POD_NAMESPACE, else asked of the apiserver).")
+	fs.StringVar(&r.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each GitSync's own namespace, used for a GitSync that sets no spec.serviceAccountName: it must be allowed to get the Secrets and ConfigMaps the GitSync names, and it is impersonated for writes (except with spec.kubeConfig, whose identity is the kubeconfig's). Empty: such GitSyncs read and write with the agent's own rights.")
 	fs.StringVar(&r.AgentServiceAccount, "agent-service-account", "", "Name of the agent's own ServiceAccount (default: $GITSYNC_SERVICE_ACCOUNT, else asked of the apiserver).")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "Log at debug level.")
 	return cmd
 }
 
-// Run starts the agent and blocks until ctx ends or leadership is lost.
 // run starts the agent and blocks until ctx ends or leadership is lost.
 func (o *runOptions) run(ctx context.Context) error {
 	log, err := newLogger(o.logFormat, o.verbose)
