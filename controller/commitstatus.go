@@ -14,6 +14,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/commitstatus"
+	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -99,13 +100,11 @@ func (r *GitSyncReconciler) commitOutcome(gs *v1.GitSync, out *outcome) {
 	}
 }
 
-// commitOf returns the commit of a revision in Revision.String() form.
+// commitOf returns the commit of a revision in Revision.String() form, ""
+// for another text.
 func commitOf(rev string) string {
-	i := strings.LastIndex(rev, "sha1:")
-	if i < 0 {
-		return ""
-	}
-	return rev[i+len("sha1:"):]
+	r, _ := git.ParseRevision(rev)
+	return r.Commit
 }
 
 // reportCommit queues a report; the queue drops it when it says what the

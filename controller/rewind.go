@@ -40,7 +40,8 @@ type rewindMemo struct {
 // say so; otherwise nil. Failing to decide (the deepening fetch failed) is
 // logged and treated as no rewind: it never fails a sync.
 func (r *GitSyncReconciler) rewindOf(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) *rewind {
-	ref, from, ok := parseRevision(gs.Status.LastAppliedRevision)
+	last, ok := git.ParseRevision(gs.Status.LastAppliedRevision)
+	ref, from := last.Ref, last.Commit
 	if !ok || ref == "" || ref != rev.Ref || from == rev.Commit {
 		return nil
 	}
@@ -69,19 +70,6 @@ func (r *GitSyncReconciler) rewindOf(ctx context.Context, gs *v1.GitSync, st *sy
 	st.rewind = memo
 	st.mu.Unlock()
 	return memo.found
-}
-
-// parseRevision splits a Revision.String() form, "main@sha1:<commit>" or
-// "sha1:<commit>".
-func parseRevision(s string) (ref, commit string, ok bool) {
-	i := strings.LastIndex(s, "sha1:")
-	if i < 0 || (i > 0 && s[i-1] != '@') {
-		return "", "", false
-	}
-	if i > 0 {
-		ref = s[:i-1]
-	}
-	return ref, s[i+len("sha1:"):], true
 }
 
 // readyCondition is Ready's reason and message after a successful sync:

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	sourcegit "gitsync.dev/gitsync/source/git"
 )
 
 // statusOptions are the inputs of gitsync status.
@@ -186,11 +187,12 @@ func shortRevision(rev string) string {
 	if rev == "" {
 		return "<none>"
 	}
-	prefix, commit, ok := strings.Cut(rev, "sha1:")
-	if ok && len(commit) > 12 {
-		return prefix + "sha1:" + commit[:12]
+	r, ok := sourcegit.ParseRevision(rev)
+	if !ok || len(r.Commit) <= 12 {
+		return rev
 	}
-	return rev
+	r.Commit = r.Commit[:12]
+	return r.String()
 }
 
 // oneLine folds a multi-line message into one table cell.
