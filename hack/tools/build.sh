@@ -7,6 +7,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 version="k8s-v1.37.2-etcd-v3.7.3-kwok-v0.7.0"
+k8s_version=v1.37.2
 bindir="${GITSYNC_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gitsync/testbin/$version}"
 mkdir -p "$bindir"
 
@@ -29,6 +30,16 @@ programs=(
   "pause|$here|./pause"
 )
 
+# stamped reports whether a built program says the release it was built
+# from: Kubernetes' programs only (see the ldflags below), the others always.
+stamped() {
+  case "$2" in
+  k8s.io/kubernetes/cmd/kubectl) "$bindir/$1" version --client 2>/dev/null | grep -q "Client Version: $k8s_version" ;;
+  k8s.io/kubernetes/*) "$bindir/$1" --version 2>/dev/null | grep -q "Kubernetes $k8s_version" ;;
+  *) return 0 ;;
+  esac
+}
+
 # No argument: the control plane (make test). "node": that and the node's
 # programs (make e2e). Otherwise the programs named.
 node_programs=" kubelet kube-proxy containerd containerd-shim-runc-v2 ctr pause "
@@ -41,7 +52,7 @@ for entry in "${programs[@]}"; do
   if [[ -n "$want" && "$want" != node && " $want " != *" $name "* ]]; then
     continue
   fi
-  if [[ -x "$bindir/$name" ]]; then
+  if [[ -x "$bindir/$name" ]] && stamped "$name" "$pkg"; then
     continue
   fi
   echo "building $name (first time on this machine: minutes, later only a link)" >&2
@@ -54,8 +65,12 @@ for entry in "${programs[@]}"; do
   ldflags=-s
   tags=""
   case "$name" in
-  # The kubelet reports its version to the apiserver, which checks skew.
-  kubelet|kube-proxy) ldflags="-s -X k8s.io/component-base/version.gitVersion=v1.37.2" ;;
+  # Kubernetes' programs report their release, as a released build does: the
+  # kubelet's is checked for skew, and Helm charts see the apiserver's
+  # (.Capabilities.KubeVersion, a chart's kubeVersion constraint). Built
+  # from module sources they would say v0.0.0-master. A program built before
+  # it was stamped is built again (the check above).
+  kube-*|kubelet|kubectl) ldflags="-s -X k8s.io/component-base/version.gitVersion=$k8s_version" ;;
   # Snapshotters needing cgo or kernel features the node does not use.
   containerd*|ctr) tags="no_btrfs no_devmapper no_zfs" ;;
   esac
