@@ -38,6 +38,25 @@ func (a *Applier) IDs(objs []*unstructured.Unstructured) []object.ID {
 	return ids
 }
 
+// Prepared returns copies of objs as Apply would send them, writing
+// nothing: each placed where IDs places it (namespace defaulted for a
+// namespaced kind, cleared for a cluster-scoped one) and carrying
+// Options.OwnerLabels. An object of a kind IDs does not know keeps its
+// namespace (Apply would skip it). Without OwnerLabels Apply also keeps the
+// owner labels the live object carries, which Prepared, reading no live
+// object, does not add.
+func (a *Applier) Prepared(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	ids := a.IDs(objs)
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, obj := range objs {
+		out[i] = WithOwnerLabels(obj, a.opts.OwnerLabels)
+		if ids[i] != (object.ID{}) {
+			out[i].SetNamespace(ids[i].Namespace)
+		}
+	}
+	return out
+}
+
 // definedScopes returns whether each kind defined by a CRD in objs is
 // namespaced.
 func definedScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {

@@ -132,7 +132,7 @@ func (a *Applier) failPlan(e Entry, verb string, err error) (planned, Entry, err
 // prepare returns a copy of obj as it is applied: the namespace defaulted (or
 // cleared for cluster-scoped kinds) and the owner labels stamped.
 func (a *Applier) prepare(obj *unstructured.Unstructured, mapping *meta.RESTMapping) *unstructured.Unstructured {
-	out := obj.DeepCopy()
+	out := WithOwnerLabels(obj, a.opts.OwnerLabels)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if out.GetNamespace() == "" {
 			out.SetNamespace(a.opts.DefaultNamespace)
@@ -140,13 +140,21 @@ func (a *Applier) prepare(obj *unstructured.Unstructured, mapping *meta.RESTMapp
 	} else {
 		out.SetNamespace("")
 	}
-	if len(a.opts.OwnerLabels) > 0 {
-		labels := out.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
+	return out
+}
+
+// WithOwnerLabels returns a copy of obj carrying labels over its own, as
+// Apply stamps Options.OwnerLabels on every object it sends; no labels
+// leave the copy's labels as they are.
+func WithOwnerLabels(obj *unstructured.Unstructured, labels map[string]string) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	if len(labels) > 0 {
+		merged := out.GetLabels()
+		if merged == nil {
+			merged = map[string]string{}
 		}
-		maps.Copy(labels, a.opts.OwnerLabels)
-		out.SetLabels(labels)
+		maps.Copy(merged, labels)
+		out.SetLabels(merged)
 	}
 	return out
 }

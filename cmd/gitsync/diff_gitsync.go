@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -145,6 +146,21 @@ func (p *gitSyncPreview) render(ctx context.Context, user *connectedCluster, o *
 	return desired, nil
 }
 
+// desired are the objects the agent would apply for p's GitSync, before
+// the applier places them: rendered (render), then substituted and
+// decrypted with prep, the flags standing in for the GitSync's variables
+// and key. diff --gitsync and build --gitsync both start here.
+func (p *gitSyncPreview) desired(ctx context.Context, user *connectedCluster, src *sourceOptions, prep *prepareFlags) (*renderedSource, error) {
+	desired, err := p.render(ctx, user, src)
+	if err != nil {
+		return nil, err
+	}
+	if desired.Objects, err = prep.prepare(desired.Objects, desired.SOPS); err != nil {
+		return nil, err
+	}
+	return desired, nil
+}
+
 // renderCheckout renders Path of the checkout Dir: Dir is the repository's
 // top, as the agent's checkout is.
 func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, error) {
@@ -217,17 +233,10 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster)
 // prunes its status inventory would make through the agent's rails.
 func (p *gitSyncPreview) diff(ctx context.Context, desired *renderedSource) (*diffReport, error) {
 	gs := p.gs
-	opts := apply.DefaultOptions()
-	opts.DryRun, opts.Diff = true, true
-	opts.Force = gs.Spec.Force
-	opts.DefaultNamespace = p.as.Namespace
-	opts.OwnerLabels = object.OwnerLabels(gs.Name, gs.Namespace)
-	live := newListedReader(p.as.Client)
-	a, err := apply.New(p.as.Config, live, opts)
+	a, err := p.applier(desired.Objects)
 	if err != nil {
 		return nil, err
 	}
-	live.expect(desired.Objects, a.IDs(desired.Objects))
 	cs, err := a.Apply(ctx, desired.Objects)
 	if err != nil {
 		return nil, err
@@ -253,6 +262,25 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *renderedSource) (*di
 	return rep, nil
 }
 
+// applier is the agent's applier for p's GitSync as a dry run: its owner
+// labels, force, default namespace and identity; desired are the objects it
+// will be given (their live state is listed where that saves requests).
+func (p *gitSyncPreview) applier(desired []*unstructured.Unstructured) (*apply.Applier, error) {
+	gs := p.gs
+	opts := apply.DefaultOptions()
+	opts.DryRun, opts.Diff = true, true
+	opts.Force = gs.Spec.Force
+	opts.DefaultNamespace = p.as.Namespace
+	opts.OwnerLabels = object.OwnerLabels(gs.Name, gs.Namespace)
+	live := newListedReader(p.as.Client)
+	a, err := apply.New(p.as.Config, live, opts)
+	if err != nil {
+		return nil, err
+	}
+	live.expect(desired, a.IDs(desired))
+	return a, nil
+}
+
 // gitSyncPruneRails are the agent's prune rails for gs: gs as owner and
 // protected, the agent's default share limit or gs's
 // gitsync.dev/prune-max-share, and spec.allowEmpty. The agent's own
@@ -272,10 +300,7 @@ func (o *diffOptions) runGitSync(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
-	desired, err := p.render(ctx, user, &o.Source)
-	if err == nil { // the flags stand in for the GitSync's variables and key
-		desired.Objects, err = o.Prepare.prepare(desired.Objects, desired.SOPS)
-	}
+	desired, err := p.desired(ctx, user, &o.Source, &o.Prepare)
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
