@@ -30,6 +30,7 @@ gitsync apply, gitsync status).`,
 	(&targetOptions{Flags: kube}).AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newDiffCmd(kube))
 	cmd.AddCommand(newApplyCmd(kube))
+	cmd.AddCommand(newBuildCmd(kube))
 	cmd.AddCommand(newStatusCmd(kube))
 	cmd.AddCommand(newRunCmd(kube))
 	cmd.AddCommand(newReconcileCmd(kube))
