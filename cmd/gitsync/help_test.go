@@ -21,6 +21,8 @@ func TestHelp(t *testing.T) {
 			[]string{"--url", "--branch", "--tag", "--semver", "--commit", "--path", "--kubeconfig", "--context", "-n, --namespace", "--name", "-o, --output", "-v, --verbose", "-w, --watch"}},
 		{[]string{"apply", "--help"}, "Apply a directory or repository to the cluster with the agent's engine.",
 			[]string{"--url", "--kubeconfig", "--name", "--force", "--prune", "--prune-max-share", "--allow-empty", "--wait", "--timeout", "--dry-run"}},
+		{[]string{"build", "--help"}, "Print the objects a directory, repository or GitSync renders to, as they",
+			[]string{"--url", "--path", "--helm-set", "--substitute", "--age-key-file", "--name", "--gitsync", "-o, --output"}},
 		{[]string{"status", "--help"}, "Show the state of GitSync objects: whether they are Ready, the revision last",
 			[]string{"-A, --all-namespaces", "-o, --output", "-n, --namespace"}},
 	} {

@@ -12,8 +12,8 @@ func newRootCmd() *cobra.Command {
 		Long: `gitsync makes a Kubernetes cluster look like a directory of manifests in Git.
 
 Run it in the cluster as an agent (gitsync run), or from a laptop or CI job to
-see and apply what a directory or repository would change (gitsync diff,
-gitsync apply, gitsync status).`,
+see and apply what a directory or repository would change (gitsync build,
+gitsync diff, gitsync apply, gitsync status).`,
 		Example: `  # Show what ./deploy would change in the current kubectl context
   gitsync diff ./deploy
 
