@@ -23,9 +23,25 @@ type Files interface {
 }
 
 // DefaultKubeVersion is the Kubernetes version templates see in
-// .Capabilities.KubeVersion: the version of the client libraries gitsync is
-// built with, not the target cluster's, so a render is the same everywhere.
+// .Capabilities.KubeVersion when no cluster is known (a CLI render without
+// one): the version of the client libraries gitsync is built with.
 const DefaultKubeVersion = "v1.37.0"
+
+// Capabilities are what templates see of the cluster they render for, as
+// `helm install` shows them: .Capabilities.KubeVersion and
+// .Capabilities.APIVersions. They are plain data, so they cross into a
+// render child with the rest of Options.
+type Capabilities struct {
+	// KubeVersion is .Capabilities.KubeVersion (the cluster's /version
+	// gitVersion) and what Chart.yaml's kubeVersion constraint is checked
+	// against; DefaultKubeVersion if empty.
+	KubeVersion string
+	// APIVersions is .Capabilities.APIVersions: every group/version the
+	// cluster serves and every group/version/Kind ("v1", "apps/v1",
+	// "apps/v1/Deployment"), sorted. Nil means Helm's own list (the
+	// group/versions client-go knows), as `helm template` uses.
+	APIVersions []string `json:",omitempty"`
+}
 
 // Options says how to render one chart.
 type Options struct {
@@ -42,9 +58,9 @@ type Options struct {
 	Values map[string]any
 	// IncludeCRDs adds the files under the chart's (and subcharts') crds/.
 	IncludeCRDs bool
-	// KubeVersion is .Capabilities.KubeVersion and what Chart.yaml's
-	// kubeVersion constraint is checked against; DefaultKubeVersion if empty.
-	KubeVersion string
+	// Capabilities are the target cluster's; the zero value renders as for
+	// no cluster (DefaultKubeVersion, Helm's API list).
+	Capabilities
 	// Budget is charged with each rendered document as the output is split,
 	// so a template cannot turn a small repository into an unbounded render;
 	// nil charges nothing. It is not a setting: Digest leaves it out.
@@ -53,19 +69,22 @@ type Options struct {
 
 // DefaultOptions renders with CRDs and the default Kubernetes version.
 func DefaultOptions() Options {
-	return Options{IncludeCRDs: true, KubeVersion: DefaultKubeVersion}
+	return Options{IncludeCRDs: true, Capabilities: Capabilities{KubeVersion: DefaultKubeVersion}}
 }
 
 // Digest names the options for cache keys: equal options give equal digests
 // (values are hashed in canonical JSON, so key order does not matter). The
 // values files' contents are not included: they are in the repository tree.
+// The capabilities are, so a chart renders again when its cluster starts or
+// stops serving an API.
 func (o Options) Digest() string {
 	b, _ := json.Marshal(struct {
 		R, N, K string
 		F       []string
 		V       map[string]any
 		C       bool
-	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs})
+		A       []string
+	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.APIVersions})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }

@@ -65,7 +65,7 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
 		return nil, &Error{Path: dir, Detail: fmt.Sprintf("release name %q is invalid", opts.ReleaseName), Err: err}
 	}
-	caps, err := capabilities(opts.KubeVersion)
+	caps, err := capabilities(opts.Capabilities)
 	if err != nil {
 		return nil, &Error{Path: dir, Detail: "kube version", Err: err}
 	}
@@ -127,14 +127,21 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// capabilities are Helm's defaults with our fixed Kubernetes version.
-func capabilities(version string) (*chartutil.Capabilities, error) {
-	kv, err := chartutil.ParseKubeVersion(version)
+// capabilities are Helm's defaults with c's Kubernetes version and, when
+// given, its API list.
+func capabilities(c Capabilities) (*chartutil.Capabilities, error) {
+	kv, err := chartutil.ParseKubeVersion(c.KubeVersion)
 	if err != nil {
 		return nil, err
 	}
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = *kv
+	// The version as the cluster says it ("v1.33.2+k3s1"), as `helm
+	// install` shows it; the parse only checked it and gave Major and Minor.
+	caps.KubeVersion.Version = c.KubeVersion
+	if c.APIVersions != nil {
+		caps.APIVersions = chartutil.VersionSet(slices.Clone(c.APIVersions))
+	}
 	return caps, nil
 }
 

@@ -305,6 +305,8 @@ func TestDigest(t *testing.T) {
 		{ReleaseName: "a", Namespace: "n", Values: map[string]any{"x": 2}},
 		{ReleaseName: "a", Namespace: "n", Values: a.Values, ValuesFiles: []string{"v.yaml"}},
 		{ReleaseName: "a", Namespace: "n", Values: a.Values, IncludeCRDs: true},
+		{ReleaseName: "a", Namespace: "n", Values: a.Values, Capabilities: Capabilities{KubeVersion: "v1.33.0"}},
+		{ReleaseName: "a", Namespace: "n", Values: a.Values, Capabilities: Capabilities{APIVersions: []string{"v1"}}},
 	} {
 		if c.Digest() == a.Digest() {
 			t.Errorf("options %+v share the digest of %+v", c, a)
@@ -392,4 +394,67 @@ func TestRenderEndsDocumentsAsHelmDoes(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("manifests (-want +got):\n%s", diff)
 	}
+}
+
+// TestRenderCapabilities: a chart sees the capabilities it is given (the
+// target cluster's), not Helm's defaults: an object gated on a served
+// group/version/Kind appears only when the list has it, and the version is
+// the cluster's, also for Chart.yaml's kubeVersion constraint.
+func TestRenderCapabilities(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: mon\nversion: 0.1.0\nkubeVersion: \">=1.30.0-0\"\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kube\ndata:\n" +
+			"  size: {{ .Capabilities.KubeVersion.Minor | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n",
+		"templates/sm.yaml": "{{- if .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1/ServiceMonitor\" }}\n" +
+			"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: mon\n{{- end }}\n",
+		"templates/pdb.yaml": "{{- if .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1\" }}\n" +
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: group-served\n{{- end }}\n",
+	})
+	files := openRoot(t, dir)
+	tests := []struct {
+		name string
+		caps Capabilities
+		want []string
+	}{{
+		name: "no cluster",
+		caps: Capabilities{},
+		want: []string{"templates/cm.yaml ConfigMap/kube size=37 kube=v1.37.0"},
+	}, {
+		name: "cluster without the CRD",
+		caps: Capabilities{KubeVersion: "v1.33.2", APIVersions: []string{"v1", "v1/ConfigMap", "apps/v1", "apps/v1/Deployment"}},
+		want: []string{"templates/cm.yaml ConfigMap/kube size=33 kube=v1.33.2"},
+	}, {
+		name: "cluster serving the CRD",
+		caps: Capabilities{KubeVersion: "v1.33.2+k3s1", APIVersions: []string{"v1", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}},
+		want: []string{
+			"templates/cm.yaml ConfigMap/kube size=33 kube=v1.33.2+k3s1",
+			"templates/pdb.yaml ConfigMap/group-served",
+			"templates/sm.yaml ServiceMonitor/mon",
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			if tt.caps.KubeVersion != "" {
+				opts.Capabilities = tt.caps
+			}
+			ms, err := Render(context.Background(), files, ".", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summary(t, ms)); diff != "" {
+				t.Errorf("manifests (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("kubeVersion constraint", func(t *testing.T) {
+		opts := DefaultOptions()
+		opts.Capabilities = Capabilities{KubeVersion: "v1.29.4", APIVersions: []string{"v1"}}
+		_, err := Render(context.Background(), files, ".", opts)
+		if err == nil || !strings.Contains(err.Error(), "templates see v1.29.4") {
+			t.Errorf("render for a v1.29 cluster: %v, want the kubeVersion constraint refused", err)
+		}
+	})
 }
