@@ -1,13 +1,16 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +28,9 @@ type clients struct {
 	cfg    *rest.Config
 	mapper meta.RESTMapper
 	scheme *runtime.Scheme
+	// caps are what Helm templates see of the cluster, read once and kept
+	// while nothing it serves changes.
+	caps *capabilityWatch
 
 	mu     sync.Mutex
 	byUser map[string]*identityClient
@@ -41,7 +47,10 @@ type identityClient struct {
 // newClients shares mapper and hc (built from cfg, the agent's own
 // identity) between every GitSync of the cluster, with one rate limiter of
 // qps and burst for all of them; qps <= 0 turns client-side limiting off.
-func newClients(cfg *rest.Config, mapper meta.RESTMapper, hc *http.Client, scheme *runtime.Scheme, qps float32, burst int) (*clients, error) {
+// The capabilities' watches live as long as runCtx's context; changed is
+// told when the capabilities change.
+func newClients(cfg *rest.Config, mapper meta.RESTMapper, hc *http.Client, scheme *runtime.Scheme, qps float32, burst int,
+	runCtx func() context.Context, changed func()) (*clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	if qps > 0 {
@@ -53,6 +62,15 @@ func newClients(cfg *rest.Config, mapper meta.RESTMapper, hc *http.Client, schem
 	if err != nil {
 		return nil, err
 	}
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	c.caps = newCapabilityWatch(disc, md, runCtx, changed)
 	// The agent's own identity is never released.
 	c.byUser[""] = &identityClient{identity: agent, users: 1}
 	return c, nil

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,7 +19,7 @@ func TestIdentitiesShareClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newClients(cfg, meta.NewDefaultRESTMapper(nil), hc, clientgoscheme.Scheme, 0, 0)
+	c, err := newClients(cfg, meta.NewDefaultRESTMapper(nil), hc, clientgoscheme.Scheme, 0, 0, context.Background, func() {})
 	if err != nil {
 		t.Fatal(err)
 	}

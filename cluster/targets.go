@@ -19,6 +19,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
+	"gitsync.dev/gitsync/source/helm"
 )
 
 // Target is the cluster one GitSync writes to and how. Its fields are
@@ -35,6 +36,9 @@ type Target struct {
 	Cache cache.Cache
 	// Remote is set when the target is a spec.kubeConfig cluster.
 	Remote bool
+
+	// clients are the connections of the target's cluster.
+	clients *clients
 
 	// spec and secretRV are what the target was built from.
 	spec     Spec
@@ -103,6 +107,10 @@ type Options struct {
 	Egress *egress.Dialer
 	// RunContext bounds remote caches: the agent's lifetime.
 	RunContext func() context.Context
+	// CapabilitiesChanged, when set, is told the GitSyncs whose cluster
+	// started or stopped serving an API, or changed its version: a chart of
+	// theirs may render differently now (Target.Capabilities).
+	CapabilitiesChanged func(keys []types.NamespacedName)
 }
 
 // Targets keeps one target per GitSync, rebuilt when what it depends on
@@ -127,11 +135,41 @@ func New(opts Options) (*Targets, error) {
 	if opts.RunContext == nil {
 		opts.RunContext = context.Background
 	}
-	local, err := newClients(opts.Config, opts.Mapper, opts.HTTPClient, opts.Scheme, opts.QPS, opts.Burst)
+	t := &Targets{opts: opts, byKey: map[types.NamespacedName]*Target{}}
+	local, err := newClients(opts.Config, opts.Mapper, opts.HTTPClient, opts.Scheme, opts.QPS, opts.Burst,
+		opts.RunContext, func() { t.capabilitiesChanged(t.local) })
 	if err != nil {
 		return nil, err
 	}
-	return &Targets{opts: opts, local: local, byKey: map[types.NamespacedName]*Target{}}, nil
+	t.local = local
+	return t, nil
+}
+
+// Capabilities are what Helm templates see of the target's cluster (its
+// version and served APIs), read from its discovery once and kept until a
+// CustomResourceDefinition or APIService of the cluster changes; then
+// Options.CapabilitiesChanged is told, if they differ.
+func (tgt *Target) Capabilities(ctx context.Context) (helm.Capabilities, error) {
+	return tgt.clients.caps.get(ctx)
+}
+
+// capabilitiesChanged tells the GitSyncs of c's cluster that its
+// capabilities changed.
+func (t *Targets) capabilitiesChanged(c *clients) {
+	if t.opts.CapabilitiesChanged == nil {
+		return
+	}
+	var keys []types.NamespacedName
+	t.mu.Lock()
+	for key, tgt := range t.byKey {
+		if tgt.clients == c {
+			keys = append(keys, key)
+		}
+	}
+	t.mu.Unlock()
+	if len(keys) > 0 {
+		t.opts.CapabilitiesChanged(keys)
+	}
 }
 
 // Agent is an uncached client of the local cluster as the agent itself.
@@ -178,24 +216,30 @@ func (t *Targets) Get(ctx context.Context, spec Spec, kubeconfig func(context.Co
 }
 
 func (t *Targets) build(ctx context.Context, spec Spec, kubeconfig *corev1.Secret) (*Target, error) {
-	clients, live := t.local, t.opts.Cache
+	cc, live := t.local, t.opts.Cache
 	tgt := &Target{}
 	if kubeconfig != nil {
 		remote, err := configFromSecret(ctx, kubeconfig, spec.KubeConfig.Key, t.opts.AllowExec, t.opts.Egress)
 		if err != nil {
 			return nil, err
 		}
-		cl, stop, err := t.startRemote(ctx, remote)
+		cl, stopCache, err := t.startRemote(ctx, remote)
 		if err != nil {
 			return nil, err
 		}
-		if clients, err = newClients(remote, cl.GetRESTMapper(), cl.GetHTTPClient(), t.opts.Scheme, t.opts.QPS, t.opts.Burst); err != nil {
+		capsCtx, stopCaps := context.WithCancel(t.opts.RunContext())
+		stop := func() { stopCaps(); stopCache() }
+		var rc *clients // told by its own watch
+		rc, err = newClients(remote, cl.GetRESTMapper(), cl.GetHTTPClient(), t.opts.Scheme, t.opts.QPS, t.opts.Burst,
+			func() context.Context { return capsCtx }, func() { t.capabilitiesChanged(rc) })
+		if err != nil {
 			stop()
 			return nil, err
 		}
+		cc = rc
 		live, tgt.stop, tgt.Remote = cl.GetCache(), stop, true
 	}
-	id, err := clients.forUser(spec.User)
+	id, err := cc.forUser(spec.User)
 	if err != nil {
 		tgt.close()
 		return nil, err
@@ -205,13 +249,13 @@ func (t *Targets) build(ctx context.Context, spec Spec, kubeconfig *corev1.Secre
 	opts.OwnerLabels = spec.OwnerLabels
 	opts.DefaultNamespace = spec.DefaultNamespace
 	opts.Force = spec.Force
-	opts.HTTPClient, opts.Mapper, opts.Client, opts.Dynamic = id.hc, clients.mapper, id.direct, id.dyn
+	opts.HTTPClient, opts.Mapper, opts.Client, opts.Dynamic = id.hc, cc.mapper, id.direct, id.dyn
 	applier, err := apply.New(id.cfg, live, opts)
 	if err != nil {
 		tgt.close()
 		return nil, err
 	}
-	tgt.Applier, tgt.Client, tgt.Cache = applier, id.direct, live
+	tgt.Applier, tgt.Client, tgt.Cache, tgt.clients = applier, id.direct, live, cc
 	return tgt, nil
 }
 

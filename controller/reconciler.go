@@ -98,6 +98,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(),
 		Cache: mgr.GetCache(), Apply: opts.Apply, QPS: opts.QPS, Burst: opts.Burst,
 		AllowExec: opts.AllowExecPlugins, Egress: &r.opts.Egress, RunContext: r.baseContext,
+		CapabilitiesChanged: r.capabilitiesChanged,
 	}); err != nil {
 		return nil, err
 	}
@@ -147,6 +148,11 @@ func (r *GitSyncReconciler) Trigger(key types.NamespacedName) { r.TriggerAt(key,
 // (remote.Resolver), so one webhook for 500 GitSyncs costs one ls-remote.
 func (r *GitSyncReconciler) TriggerAt(key types.NamespacedName, at time.Time) {
 	r.state(key).markFetch(at)
+	r.enqueue(key)
+}
+
+// enqueue adds key to the work queue, through the trigger channel.
+func (r *GitSyncReconciler) enqueue(key types.NamespacedName) {
 	gs := &v1.GitSync{}
 	gs.Name, gs.Namespace = key.Name, key.Namespace
 	select {

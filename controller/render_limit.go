@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/budget"
@@ -16,7 +17,7 @@ import (
 // gs's cap. A revision over the agent's cap already failed to render (a
 // render.Error naming --max-objects); one over a lower
 // spec.maxObjects fails here the same way, naming that field.
-func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src git.Source, rev git.Revision) (*source.Artifact, error) {
+func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, tgt *cluster.Target, src git.Source, rev git.Revision) (*source.Artifact, error) {
 	limit, err := prepare.MaxObjects(gs, r.opts.MaxObjects)
 	if err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, err)
@@ -25,9 +26,13 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, src g
 	if err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, err)
 	}
+	capsErr := withCapabilities(ctx, &settings, tgt)
 	// Render children are shared fairly between namespaces (source/sandbox).
 	art, err := r.opts.Cache.GetRevisionWith(budget.WithOwner(ctx, gs.Namespace), src, rev, settings)
 	if err != nil {
+		return nil, err
+	}
+	if err := renderedWith(art, capsErr); err != nil {
 		return nil, err
 	}
 	if n := len(art.Rendered.Objects); n > limit {

@@ -87,7 +87,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	out.attempted = rev.String()
-	rendered, err := r.render(ctx, gs, st, src, rev)
+	rendered, err := r.render(ctx, gs, st, tgt, src, rev)
 	if err != nil {
 		out.err = err
 		return out
@@ -186,11 +186,11 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 
 // render returns the objects of rev; a permanent failure is remembered so
 // the same broken commit is not fetched and rendered again.
-func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) (*render.Rendered, error) {
+func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, src git.Source, rev git.Revision) (*render.Rendered, error) {
 	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
 		return nil, err
 	}
-	art, err := r.getCapped(ctx, gs, src, rev)
+	art, err := r.getCapped(ctx, gs, tgt, src, rev)
 	if err == nil && len(art.Rendered.Objects) == 0 && !gs.Spec.AllowEmpty {
 		err = stalled(v1.ReasonRenderFailed, fmt.Errorf("path %q at %s renders no objects (set spec.allowEmpty to sync an empty set)", src.Path, rev))
 	}

@@ -152,6 +152,9 @@ func TestDefaultRulesAreLeastPrivilege(t *testing.T) {
 		"rbac.authorization.k8s.io/rolebindings":        {"list", "watch"},
 		"rbac.authorization.k8s.io/clusterroles":        {"list", "watch"},
 		"rbac.authorization.k8s.io/clusterrolebindings": {"list", "watch"},
+		// metadata watches: Helm capabilities are read again when what the cluster serves changes
+		"apiextensions.k8s.io/customresourcedefinitions": {"list", "watch"},
+		"apiregistration.k8s.io/apiservices":             {"list", "watch"},
 	}
 	for _, o := range template(t, "gs", "gitsync-system") {
 		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
