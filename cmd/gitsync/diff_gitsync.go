@@ -181,7 +181,7 @@ func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, er
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Rendering.Limits.render(ctx, root, path, ropts)
+	r, err := o.Rendering.render(ctx, root, path, ropts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
 	}

@@ -219,7 +219,7 @@ func (o *sourceOptions) renderLocal(ctx context.Context) (*renderedSource, error
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Rendering.Limits.render(ctx, root, rel, ropts)
+	r, err := o.Rendering.render(ctx, root, rel, ropts)
 	if errors.Is(err, sourcerender.ErrOutsideRoot) {
 		return nil, fmt.Errorf("render %s: %w (nothing is read from outside %s; --root sets that directory)", o.Dir, err, root)
 	}
@@ -339,7 +339,7 @@ func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Rendering.Limits.render(ctx, checkout, path, ropts)
+	r, err := o.Rendering.render(ctx, checkout, path, ropts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
 	}

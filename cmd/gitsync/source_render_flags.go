@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/ignore"
@@ -36,6 +39,9 @@ type renderFlags struct {
 	// defaultRelease and namespace are set by the command: its --name and the
 	// namespace objects without one go to (.Release.Namespace).
 	defaultRelease, namespace string
+	// capabilities, set by a command that has a cluster, read what a chart's
+	// templates see of it; nil renders with Helm's defaults.
+	capabilities func(context.Context) (helm.Capabilities, error)
 	// spec, when set, are a GitSync's settings, used instead of the flags.
 	spec *sourcerender.Settings
 }
@@ -106,12 +112,45 @@ func (o *renderFlags) given() bool {
 }
 
 // useTarget takes the release defaults from the command: its --name and the
-// namespace objects without one go to.
+// namespace objects without one go to; and the capabilities a chart sees:
+// the version and served APIs of t's cluster, as `helm install` sees them.
 func (o *renderFlags) useTarget(name string, t *targetOptions) {
 	o.defaultRelease = name
 	if ns, err := t.Namespace(); err == nil {
 		o.namespace = ns
 	}
+	o.capabilities = func(ctx context.Context) (helm.Capabilities, error) {
+		tgt, err := t.Connect()
+		if err != nil {
+			return helm.Capabilities{}, err
+		}
+		return cluster.ReadCapabilities(ctx, tgt.Discovery)
+	}
+}
+
+// render renders path of root with the flags' limits; a chart directory
+// gets the cluster's capabilities first, when the command has a cluster
+// (its discovery is read only then: a plain path asks nothing).
+func (o *renderFlags) render(ctx context.Context, root, path string, ropts sourcerender.Options) (*sourcerender.Rendered, error) {
+	if o.capabilities != nil && isChartDir(filepath.Join(root, path)) {
+		caps, err := o.capabilities(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("helm capabilities of the cluster: %w", err)
+		}
+		h := helm.DefaultOptions()
+		if ropts.Settings.Helm != nil {
+			h = *ropts.Settings.Helm
+		}
+		h.Capabilities = caps
+		ropts.Settings.Helm = &h
+	}
+	return o.Limits.render(ctx, root, path, ropts)
+}
+
+// isChartDir reports whether dir holds a Chart.yaml file.
+func isChartDir(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, helm.ChartFile))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // renderOptionsIn are renderOptions with the flags' settings; root is the
