@@ -3,7 +3,10 @@
 // are read from), the connections every target of one cluster shares (one
 // REST mapper, one request budget, one HTTP client and pair of uncached
 // clients per identity), and the remote clusters tenants name in
-// spec.kubeConfig.
+// spec.kubeConfig. What a cluster serves, as Helm templates see it
+// (Target.Capabilities, ReadCapabilities), is read from its discovery once
+// and again only after a CustomResourceDefinition or APIService of it
+// changes (a metadata watch; a minute's TTL where it may not watch).
 //
 // A tenant's kubeconfig is read by the agent with its own identity and file
 // system, so it must carry its credentials as data: anything that would

@@ -9,8 +9,12 @@
 //     directory, `lookup` sees an empty cluster, DNS functions answer "", and
 //     values.schema.json is validated without loading any $ref (Helm's own
 //     validator resolves them against the agent's disk and the network).
-//   - Capabilities are fixed (KubeVersion, all API versions client-go knows),
-//     so one commit renders the same on every cluster and every run.
+//   - Capabilities are what the caller gives (Options.Capabilities: the
+//     target cluster's version and served API list, as `helm install` sees
+//     them), else Helm's defaults (DefaultKubeVersion, the API versions
+//     client-go knows). They are in Options.Digest, so a render cached for
+//     one API list is not reused for another. This package never asks a
+//     cluster for them.
 //   - Test hooks (helm.sh/hook: test, test-success) are dropped; other hooks are
 //     kept as plain objects, applied with the rest. NOTES.txt and partials are
 //     not objects. No release or release Secret is ever written.
