@@ -53,7 +53,9 @@ wherever it lands. Objects are printed in render order: by group, kind,
 namespace and name, the order diff and apply list them in (apply writes them
 in its stages: CRDs, Namespaces and cluster-wide classes first).
 
-A directory or --url needs no cluster: nothing is read from one. With --name
+A directory or --url needs no cluster: nothing is read from one, so a chart
+sees Helm's default capabilities (as helm template does), where diff and apply
+show it the cluster's version and APIs. With --name
 the objects carry the owner labels apply --name stamps (its -n namespace
 named in them); without it, none. Objects without a namespace are printed
 without one: apply puts the namespaced ones in the -n namespace, and which
@@ -62,7 +64,7 @@ kinds are namespaced only a cluster knows.
 With --gitsync NAMESPACE/NAME the GitSync is read from the cluster and its
 source is rendered as the agent renders it (DIR, when given, is a checkout of
 its repository; else its repository at its spec, the ref flags overriding the
-ref), with its spec.helm and spec.ignore; the objects carry its owner labels
+ref), with its spec.helm and spec.ignore and the cluster's capabilities; the objects carry its owner labels
 and are placed as the agent's applier places them (spec.targetNamespace, else
 the GitSync's namespace, for namespaced kinds). The flags stand in for its
 variables and decryption key.
@@ -114,6 +116,9 @@ func (o *buildOptions) Complete(args []string) error {
 		return err
 	}
 	o.Source.Rendering.useTarget(o.Name, &o.Target) // chart release defaults
+	if o.GitSync == "" {
+		o.Source.Rendering.capabilities = nil // a directory reads no cluster: Helm's defaults
+	}
 	return validateOutput(o.Output, outputJSON, outputYAML)
 }
 

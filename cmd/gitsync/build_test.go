@@ -26,6 +26,7 @@ import (
 	"gitsync.dev/gitsync/internal/gitsynctest"
 	"gitsync.dev/gitsync/internal/testcharts"
 	"gitsync.dev/gitsync/object"
+	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/sops/sopstest"
 )
 
@@ -468,5 +469,31 @@ func TestBuildGitSyncPrintsWhatTheAgentApplies(t *testing.T) {
 	wantCode(t, checkout, 0)
 	if !bytes.Equal([]byte(checkout.stdout), []byte(r.stdout)) {
 		t.Errorf("build --gitsync of a checkout differs from its spec's source:\n%s\n%s", checkout.stdout, r.stdout)
+	}
+}
+
+// TestBuildChartNeedsNoCluster: a chart directory builds without a cluster
+// too, its templates seeing Helm's default capabilities (as helm template
+// does); diff and apply, which have a cluster, show it the cluster's.
+//
+// Checked: with build keeping the cluster's capabilities, it exits 2 naming
+// the kubeconfig it cannot read.
+func TestBuildChartNeedsNoCluster(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n" +
+			"  kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}\n",
+	})
+	r := gitsync(t, "build", dir, "-o", outputJSON)
+	wantCode(t, r, 0)
+	objs := builtObjects(t, r.stdout, outputJSON)
+	if len(objs) != 1 {
+		t.Fatalf("want one ConfigMap, got %d:\n%s", len(objs), r)
+	}
+	got, _, _ := unstructured.NestedString(objs[0].Object, "data", "kubeVersion")
+	if got != helm.DefaultKubeVersion {
+		t.Errorf("the chart saw kubeVersion %q, want Helm's default %q", got, helm.DefaultKubeVersion)
 	}
 }
