@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -191,4 +192,46 @@ func TestDefaultServiceAccount(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "viewers"}, rb); err == nil {
 		t.Errorf("RoleBinding viewers was applied although the default account may not create it")
 	}
+}
+
+// TestForbiddenRecheckedSoon: a GitSync Stalled Forbidden (its account may
+// not patch Secrets) is asked again within half a minute, not only at its
+// interval (an hour here): once a Role grants the right, with no new
+// commit, request or spec change, it applies.
+//
+// Checked: with Forbidden requeued at the interval like other stalls, it
+// stays Forbidden past waitCondition's minute.
+func TestForbiddenRecheckedSoon(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	tenant(t, c, ns)
+	r := newRepo(t)
+	r.commit(map[string]string{
+		"deploy/cm.yaml":     configMap("a", "1"),
+		"deploy/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  k: v\n",
+	})
+	gs := newGitSync(ns, "app", r.url(), func(g *v1.GitSync) {
+		g.Spec.ServiceAccountName = "tenant"
+		g.Spec.Interval = metav1.Duration{Duration: time.Hour}
+	})
+	ctx := context.Background()
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitReason(t, c, key, v1.ReasonForbidden, "patch secrets", "tenant")
+
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant-secrets", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}},
+	}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant-secrets", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "tenant", Namespace: ns}}}
+	for _, o := range []client.Object{role, rb} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
 }

@@ -229,6 +229,12 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		return metrics.Waiting, ctrl.Result{RequeueAfter: min(out.recheck, r.jitter(intervalOf(gs)))}, nil
 	case se == nil:
 		return metrics.Success, ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
+	case se.Stalled && se.Reason == v1.ReasonForbidden:
+		// Rights are often granted right after the refusal (a platform
+		// applies a tenant's Role beside its GitSync, and the apiserver's
+		// authorizer sees a new binding a moment after it is stored): asked
+		// again within forbiddenRecheck, not only at the interval.
+		return metrics.Stalled, ctrl.Result{RequeueAfter: min(forbiddenRecheck, r.jitter(intervalOf(gs)))}, nil
 	case se.Stalled:
 		// Not retried: the interval still asks the remote for a new revision.
 		return metrics.Stalled, ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
@@ -236,6 +242,10 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 		return metrics.Retry, ctrl.Result{}, se
 	}
 }
+
+// forbiddenRecheck bounds how long a GitSync Stalled Forbidden waits before
+// its identity's rights are asked again (a few access reviews).
+const forbiddenRecheck = 30 * time.Second
 
 // jitter stretches d by up to Options.Jitter, never shortening it, so a
 // requeued reconcile always finds its last resolve at least d old.

@@ -125,7 +125,11 @@ func TestDemoEndToEnd(t *testing.T) {
 
 func build(t *testing.T, out, pkg string) {
 	t.Helper()
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// As make demo builds it (make build): without cgo, whose render
+	// children need more address space than the shipped agent's do.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 }
@@ -160,7 +164,14 @@ func waitKubectl(t *testing.T, ctx context.Context, kubeconfig, want string, arg
 		return got == want, nil
 	})
 	if err != nil {
-		t.Fatalf("kubectl %s: got %q, want %q", strings.Join(args, " "), got, want)
+		// What the GitSyncs say and what the agent logged explain most misses.
+		b, _ := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "gitsync", "-A", "-o",
+			`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}: {.status.conditions}{"\n"}{end}`).CombinedOutput()
+		log, _ := os.ReadFile(filepath.Join(filepath.Dir(kubeconfig), "gitsync.log"))
+		if len(log) > 20000 {
+			log = log[len(log)-20000:]
+		}
+		t.Fatalf("kubectl %s: got %q, want %q\n--- GitSyncs ---\n%s\n--- the agent's log, its end ---\n%s", strings.Join(args, " "), got, want, b, log)
 	}
 }
 
