@@ -168,3 +168,55 @@ func TestHealthRuleErrorsStall(t *testing.T) {
 		t.Errorf("Ready with a rule that failed to evaluate: %+v", ready)
 	}
 }
+
+// TestDependsOnReadyExpr: a readyExpr decides when a dependency is ready
+// in place of its Ready condition. db is Ready at once, but app's
+// readyExpr asks for db's interval to be 2h: app applies nothing until db's
+// spec says so, then it is applied. A readyExpr on another namespace's
+// GitSync, and one that does not compile, stall with HealthCheckInvalid.
+func TestDependsOnReadyExpr(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	ctx := context.Background()
+	r := newRepo(t)
+	r.commit(map[string]string{"db/cm.yaml": configMap("db", "1"), "app/cm.yaml": configMap("app", "1")})
+	db := newGitSync(ns, "db", r.url(), withPath("db"))
+	if err := c.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, client.ObjectKeyFromObject(db), v1.ConditionReady, metav1.ConditionTrue, nil)
+	withReadyExpr := func(depNS, expr string) func(*v1.GitSync) {
+		return func(g *v1.GitSync) {
+			g.Spec.DependsOn = []v1.DependencyReference{{Name: "db", Namespace: depNS, ReadyExpr: expr}}
+		}
+	}
+	app := newGitSync(ns, "app", r.url(), withPath("app"), withReadyExpr("", "dep.spec.interval == '2h0m0s' && self.metadata.name == 'app'"))
+	elsewhere := newGitSync(ns, "elsewhere", r.url(), withPath("app"), withReadyExpr("other", "true"))
+	broken := newGitSync(ns, "broken", r.url(), withPath("app"), withReadyExpr("", "dep.("))
+	for _, g := range []*v1.GitSync{app, elsewhere, broken} {
+		if err := c.Create(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heldBy(t, c, client.ObjectKeyFromObject(app), ns+"/db: its readyExpr is not true yet")
+	if _, err := getCM(t, c, ns, "app"); !apierrors.IsNotFound(err) {
+		t.Errorf("app applied before its readyExpr held: %v", err)
+	}
+	waitCondition(t, c, client.ObjectKeyFromObject(elsewhere), v1.ConditionStalled, metav1.ConditionTrue,
+		stalledWith(v1.ReasonHealthCheckInvalid, "spec.dependsOn[0].readyExpr", "another namespace"))
+	waitCondition(t, c, client.ObjectKeyFromObject(broken), v1.ConditionStalled, metav1.ConditionTrue,
+		stalledWith(v1.ReasonHealthCheckInvalid, "spec.dependsOn[0].readyExpr", "Syntax error"))
+
+	if err := c.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+		t.Fatal(err)
+	}
+	db.Spec.Interval = metav1.Duration{Duration: 2 * time.Hour}
+	if err := c.Update(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, client.ObjectKeyFromObject(app), v1.ConditionReady, metav1.ConditionTrue, nil)
+	if _, err := getCM(t, c, ns, "app"); err != nil {
+		t.Errorf("app's ConfigMap once its readyExpr held: %v", err)
+	}
+}

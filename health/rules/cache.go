@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Cache compiles each distinct rule set once: GitSyncs that carry the same
+// Cache compiles each distinct rule set (and dependsOn readyExpr) once: GitSyncs that carry the same
 // rules (or none besides the agent's) share one Set, and a reconcile of an
 // unchanged GitSync compiles nothing. A set that failed to compile is kept
 // with its error, so a broken rule is not compiled again at every retry.
@@ -19,9 +19,12 @@ type Cache struct {
 }
 
 type cached struct {
-	set *Set
-	err error
+	set   *Set
+	ready *ReadyExpr
+	err   error
 }
+
+func cacheKey(data []byte) [sha256.Size]byte { return sha256.Sum256(data) }
 
 // NewCache returns a Cache holding at most size rule sets (at least 1);
 // past that, one is dropped for each new one.
@@ -39,7 +42,7 @@ func (c *Cache) Compile(rs []Rule) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := sha256.Sum256(data)
+	key := cacheKey(data)
 	c.mu.Lock()
 	hit, ok := c.sets[key]
 	c.mu.Unlock()
@@ -47,6 +50,12 @@ func (c *Cache) Compile(rs []Rule) (*Set, error) {
 		return hit.set, hit.err
 	}
 	set, err := Compile(rs)
+	c.put(key, cached{set: set, err: err})
+	return set, err
+}
+
+// put keeps v under key, dropping another entry when the cache is full.
+func (c *Cache) put(key [sha256.Size]byte, v cached) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.sets) >= c.max {
@@ -55,8 +64,7 @@ func (c *Cache) Compile(rs []Rule) (*Set, error) {
 			break
 		}
 	}
-	c.sets[key] = cached{set: set, err: err}
-	return set, err
+	c.sets[key] = v
 }
 
 // Len is the number of rule sets held.
