@@ -43,8 +43,9 @@ const maxHealthRuleSets = 1024
 // healthRules returns the compiled rules that judge gs's objects: nil when
 // there are none; a Stalled error when they do not compile.
 func (r *GitSyncReconciler) healthRules(gs *v1.GitSync) (health.Rules, error) {
-	set, err := r.healthSets.Compile(rules.Merge(r.opts.HealthRules, gs.Spec.HealthChecks))
-	if err != nil {
+	err := rules.Duplicate(gs.Spec.HealthChecks)
+	set, cerr := r.healthSets.Compile(rules.Merge(r.opts.HealthRules, gs.Spec.HealthChecks))
+	if err = errors.Join(err, cerr); err != nil {
 		return nil, stalled(v1.ReasonHealthCheckInvalid, fmt.Errorf("spec.healthChecks: %w", err))
 	}
 	if set == nil {

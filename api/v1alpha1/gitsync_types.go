@@ -90,10 +90,11 @@ type GitSyncSpec struct {
 	Wait bool `json:"wait,omitempty"`
 
 	// HealthChecks judge the health of the kinds they name with CEL
-	// expressions, in place of kstatus, wherever health is judged:
-	// spec.wait, waves, `gitsync tree`, and the readiness dependents see. A
-	// rule here wins over the agent's rule (`gitsync run --health-rules`)
-	// for the same group and kind.
+	// expressions, in place of kstatus, wherever health is judged: with
+	// Wait, the wait and the waves (and so the readiness dependents see);
+	// `gitsync tree` too. Without Wait they are not used. A rule here wins
+	// over the agent's rule (`gitsync run --health-rules`) for the same
+	// group and kind.
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	// +optional

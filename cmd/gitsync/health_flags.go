@@ -43,6 +43,9 @@ func (f *healthRuleFlags) Load() error {
 // Rules compiles the loaded rules with own (a GitSync's spec.healthChecks)
 // over them: own wins for the same group and kind, as in the agent.
 func (f *healthRuleFlags) Rules(own []rules.Rule) (health.Rules, error) {
+	if err := rules.Duplicate(own); err != nil {
+		return nil, err
+	}
 	set, err := rules.Compile(rules.Merge(f.loaded, own))
 	if err != nil || set.Len() == 0 {
 		return nil, err

@@ -95,6 +95,23 @@ func CompileWithLimits(rs []Rule, lim Limits) (*Set, error) {
 	return s, nil
 }
 
+// secretKind is the one kind rules may not judge.
+var secretKind = schema.GroupKind{Kind: "Secret"}
+
+// Duplicate returns a *health.RuleError for the first group and kind rs
+// names twice (Merge would keep only the last), nil when none is.
+func Duplicate(rs []Rule) error {
+	seen := make(map[schema.GroupKind]bool, len(rs))
+	for _, r := range rs {
+		gk := GroupKind(r)
+		if seen[gk] {
+			return &health.RuleError{Rule: name(r), Err: errors.New("a second rule for the same group and kind")}
+		}
+		seen[gk] = true
+	}
+	return nil
+}
+
 // Len is the number of kinds s covers.
 func (s *Set) Len() int {
 	if s == nil {
@@ -107,6 +124,11 @@ func compileRule(env *cel.Env, r Rule, lim Limits) (*compiled, error) {
 	c := &compiled{name: name(r)}
 	if r.Kind == "" || r.APIVersion == "" {
 		return nil, &health.RuleError{Rule: c.name, Err: errors.New("apiVersion and kind are required")}
+	}
+	if GroupKind(r) == secretKind {
+		// An evaluation error quotes what the expression read ("no such
+		// key: <a value>"): a Secret's values must never reach a message.
+		return nil, &health.RuleError{Rule: c.name, Err: errors.New("Secrets are not judged by health rules (their values could reach a message)")}
 	}
 	if r.Current == "" {
 		return nil, &health.RuleError{Rule: c.name, Err: errors.New("current is required")}

@@ -152,6 +152,16 @@ func TestCompileErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "a second rule") {
 			t.Errorf("Compile error %v, want a second rule named", err)
 		}
+		if err := rules.Duplicate([]rules.Rule{widget, widget}); err == nil {
+			t.Error("Duplicate found none")
+		}
+	})
+	t.Run("Secrets", func(t *testing.T) {
+		// "no such key: " + a value would put the Secret's value in status.
+		_, err := rules.Compile([]rules.Rule{{APIVersion: "v1", Kind: "Secret", Current: "self.data[self.data.password] == ''"}})
+		if err == nil || !strings.Contains(err.Error(), "Secrets are not judged") {
+			t.Errorf("Compile error %v, want Secrets refused", err)
+		}
 	})
 }
 
