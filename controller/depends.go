@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -34,6 +35,16 @@ import (
 // Dependencies in another namespace are allowed. Their condition message is
 // not copied (it is another tenant's to read): only its name, whether it
 // exists and its Ready reason are.
+//
+// A dependsOn readyExpr (CEL, package health/rules) replaces the Ready
+// check of its dependency: it reads the dependency as dep and the
+// dependent as self. It is refused for another namespace's GitSync (a
+// boolean oracle on another tenant's object), and a readyExpr that does
+// not compile or fails to evaluate stalls the dependent with
+// HealthCheckInvalid. Dependents are requeued when a dependency's
+// generation, Ready condition or lastAppliedRevision changes, so an
+// expression reading other status fields is looked at again at the
+// latest at the dependent's interval.
 
 // maxDependencyWalk bounds the GitSyncs read while looking for a cycle.
 const maxDependencyWalk = 1000
@@ -73,8 +84,12 @@ func (r *GitSyncReconciler) holdForDependencies(ctx context.Context, gs *v1.GitS
 		return &outcome{err: stalled(v1.ReasonDependencyCycle, fmt.Errorf("spec.dependsOn leads back to this GitSync: %s", cycle))}
 	}
 	var why []string
-	for _, key := range dependencyKeys(gs) {
-		if reason := r.dependencyNotReady(ctx, gs.Namespace, key); reason != "" {
+	for i, key := range dependencyKeys(gs) {
+		reason, err := r.dependencyNotReady(ctx, gs, i, key)
+		if err != nil {
+			return &outcome{err: err}
+		}
+		if reason != "" {
 			why = append(why, reason)
 		}
 	}
@@ -90,29 +105,64 @@ func (r *GitSyncReconciler) holdForDependencies(ctx context.Context, gs *v1.GitS
 	}
 }
 
-// dependencyNotReady says why the GitSync key is not a ready dependency
-// for a GitSync in namespace ns; empty when it is.
-func (r *GitSyncReconciler) dependencyNotReady(ctx context.Context, ns string, key types.NamespacedName) string {
+// dependencyNotReady says why the GitSync key, spec.dependsOn[i] of gs, is
+// not a ready dependency; empty when it is. A readyExpr that cannot be
+// compiled or evaluated is a Stalled error.
+func (r *GitSyncReconciler) dependencyNotReady(ctx context.Context, gs *v1.GitSync, i int, key types.NamespacedName) (string, error) {
+	readyExpr := gs.Spec.DependsOn[i].ReadyExpr
+	if readyExpr != "" && key.Namespace != gs.Namespace {
+		return "", stalled(v1.ReasonHealthCheckInvalid, fmt.Errorf("spec.dependsOn[%d].readyExpr: %s is in another namespace: a readyExpr may read only GitSyncs of this namespace", i, key))
+	}
 	dep := &v1.GitSync{}
 	if err := r.client.Get(ctx, key, dep); err != nil {
 		if apierrors.IsNotFound(err) {
-			return key.String() + " does not exist"
+			return key.String() + " does not exist", nil
 		}
 		// A namespace outside the agent's cache, typically.
-		return fmt.Sprintf("%s cannot be read: %v", key, err)
+		return fmt.Sprintf("%s cannot be read: %v", key, err), nil
 	}
 	ready := meta.FindStatusCondition(dep.Status.Conditions, v1.ConditionReady)
 	switch {
 	case !dep.DeletionTimestamp.IsZero():
-		return key.String() + " is being deleted"
+		return key.String() + " is being deleted", nil
+	case readyExpr != "":
+		return r.readyByExpr(ctx, gs, i, dep)
 	case dep.Spec.Suspend && dep.Status.LastAppliedRevision == "":
-		return key.String() + " is suspended and has applied no revision"
+		return key.String() + " is suspended and has applied no revision", nil
 	case ready == nil || dep.Status.ObservedGeneration != dep.Generation || ready.ObservedGeneration != dep.Generation:
-		return key.String() + " has not been reconciled at its current generation yet"
+		return key.String() + " has not been reconciled at its current generation yet", nil
 	case ready.Status != metav1.ConditionTrue:
-		return notReadyMessage(ns, key, ready)
+		return notReadyMessage(gs.Namespace, key, ready), nil
 	}
-	return ""
+	return "", nil
+}
+
+// readyByExpr judges dep, spec.dependsOn[i] of gs, by its readyExpr (in
+// place of its Ready condition): empty when it is true.
+func (r *GitSyncReconciler) readyByExpr(ctx context.Context, gs *v1.GitSync, i int, dep *v1.GitSync) (string, error) {
+	field := fmt.Sprintf("spec.dependsOn[%d].readyExpr", i)
+	expr, err := r.healthSets.ReadyExpr(gs.Spec.DependsOn[i].ReadyExpr)
+	if err != nil {
+		return "", stalled(v1.ReasonHealthCheckInvalid, fmt.Errorf("%s: %w", field, err))
+	}
+	depMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	selfMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	ok, missing, err := expr.Ready(ctx, depMap, selfMap)
+	switch {
+	case err != nil:
+		return "", stalled(v1.ReasonHealthCheckInvalid, fmt.Errorf("%s on %s: %w", field, client.ObjectKeyFromObject(dep), err))
+	case missing != "":
+		return fmt.Sprintf("%s: its readyExpr is not true yet (%s)", client.ObjectKeyFromObject(dep), missing), nil
+	case !ok:
+		return fmt.Sprintf("%s: its readyExpr is not true yet", client.ObjectKeyFromObject(dep)), nil
+	}
+	return "", nil
 }
 
 // notReadyMessage names a dependency that is not Ready and its reason; the
@@ -218,12 +268,15 @@ type dependencyState struct {
 	generation, observed, readyGeneration int64
 	deleting, suspended, applied          bool
 	ready, reason, message                string
+	// appliedRevision is what a readyExpr most often reads besides Ready.
+	appliedRevision string
 }
 
 func readiness(gs *v1.GitSync) dependencyState {
 	s := dependencyState{
 		generation: gs.Generation, observed: gs.Status.ObservedGeneration,
 		deleting: !gs.DeletionTimestamp.IsZero(), suspended: gs.Spec.Suspend, applied: gs.Status.LastAppliedRevision != "",
+		appliedRevision: gs.Status.LastAppliedRevision,
 	}
 	if c := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady); c != nil {
 		s.readyGeneration, s.ready, s.reason, s.message = c.ObservedGeneration, string(c.Status), c.Reason, c.Message

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/health"
+	"gitsync.dev/gitsync/health/rules"
 )
 
 // A GitSync with spec.wait is not Ready until the objects of its revision
@@ -23,6 +25,34 @@ import (
 // reconcile looks again; spec.timeout after the revision was first applied
 // it is Stalled with the objects that are not ready. A new revision, a spec
 // change or suspend is just the next reconcile: nothing holds a worker.
+
+// CEL health rules (spec.healthChecks over the operator's
+// Options.HealthRules) judge the kinds they name wherever health is
+// judged here: the wait, the wave gate, and so the readiness dependents
+// see. A rule set is compiled once (r.healthSets); one that does not
+// compile, or a rule that fails to evaluate on an object, stalls the
+// GitSync with reason HealthCheckInvalid naming the rule: a broken rule
+// never judges an object ready. A new spec (a fixed rule) is the next
+// reconcile.
+
+// maxHealthRuleSets bounds the compiled rule sets the agent keeps: one per
+// distinct spec.healthChecks, and GitSyncs without any share the
+// operator's set.
+const maxHealthRuleSets = 1024
+
+// healthRules returns the compiled rules that judge gs's objects: nil when
+// there are none; a Stalled error when they do not compile.
+func (r *GitSyncReconciler) healthRules(gs *v1.GitSync) (health.Rules, error) {
+	err := rules.Duplicate(gs.Spec.HealthChecks)
+	set, cerr := r.healthSets.Compile(rules.Merge(r.opts.HealthRules, gs.Spec.HealthChecks))
+	if err = errors.Join(err, cerr); err != nil {
+		return nil, stalled(v1.ReasonHealthCheckInvalid, fmt.Errorf("spec.healthChecks: %w", err))
+	}
+	if set == nil {
+		return nil, nil // a nil *Set in the interface would still be checked
+	}
+	return set, nil
+}
 
 // healthWait is the wait of one revision under one spec generation.
 type healthWait struct {
@@ -37,7 +67,8 @@ type healthWait struct {
 // have the write yet, and its controller has not acted on it. The watch
 // event of that write requeues the GitSync, whose next reconcile finds the
 // object unchanged and reads its health.
-func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unstructured, cs *apply.ChangeSet) ([]health.Result, error) {
+// A health rule that fails to evaluate is a Stalled error.
+func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unstructured, cs *apply.ChangeSet, hr health.Rules) ([]health.Result, error) {
 	if cs == nil {
 		return nil, nil
 	}
@@ -64,7 +95,10 @@ func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unst
 		if err != nil {
 			return nil, fmt.Errorf("%s health check failed: %w", e.Subject, err)
 		}
-		res, err := health.Check(u)
+		res, err := health.CheckWith(ctx, u, hr)
+		if re := (*health.RuleError)(nil); errors.As(err, &re) {
+			return nil, stalled(v1.ReasonHealthCheckInvalid, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +107,15 @@ func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unst
 		}
 	}
 	return pending, nil
+}
+
+// healthError classifies a failure to read health: a broken rule is
+// Stalled already, anything else (a cache read) is retried.
+func healthError(err error) error {
+	if se := (*syncError)(nil); errors.As(err, &se) {
+		return err
+	}
+	return retry(v1.ReasonHealthCheckFailed, err)
 }
 
 // judgeHealth turns the objects not yet ready into the state of the wait:

@@ -27,6 +27,7 @@ import (
 	gitsyncagent "gitsync.dev/gitsync/agent"
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/health/rules"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/internal/gittest"
 	"gitsync.dev/gitsync/internal/testenv"
@@ -156,6 +157,8 @@ type agentOptions struct {
 	enqueued func(key string, at time.Time)
 	// webhookLookup, when set, replaces how webhook Secret GETs are reused.
 	webhookLookup *controller.WebhookLookupOptions
+	// healthRules are the operator's --health-rules.
+	healthRules []rules.Rule
 }
 
 // startAgent starts the agent `gitsync run` starts (agent.New), for the
@@ -200,6 +203,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	}
 	r.CommitStatusTimeout = o.commitStatusTimeout
 	r.DefaultServiceAccount = o.defaultServiceAccount
+	r.HealthRules = o.healthRules
 	if !o.strictEgress {
 		r.AllowLocalSources = true
 		r.Egress.Policy.Allow = append(r.Egress.Policy.Allow, netip.MustParsePrefix("127.0.0.0/8"))

@@ -2,9 +2,11 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/health/rules"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/metrics"
@@ -108,6 +110,11 @@ type Options struct {
 	// MaxConcurrentReconciles, at least one; MaxConcurrentReconciles or
 	// more, or a negative value, means no limit.
 	NamespaceShare int
+	// HealthRules are the operator's CEL health rules (gitsync run
+	// --health-rules), for every GitSync; a GitSync's spec.healthChecks
+	// rule for the same group and kind wins. New refuses rules that do not
+	// compile.
+	HealthRules []rules.Rule
 }
 
 // DefaultOptions returns the options `gitsync run` starts from.
@@ -130,6 +137,9 @@ func DefaultOptions() Options {
 func (o Options) withDefaults() (Options, error) {
 	if o.Fetcher == nil || o.Cache == nil {
 		return o, errors.New("controller options invalid: Fetcher and Cache are required")
+	}
+	if _, err := rules.Compile(o.HealthRules); err != nil {
+		return o, fmt.Errorf("controller options invalid: HealthRules: %w", err)
 	}
 	def := DefaultOptions()
 	if o.Apply.FieldManager == "" {

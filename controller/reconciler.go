@@ -26,6 +26,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/commitstatus"
+	"gitsync.dev/gitsync/health/rules"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
@@ -38,15 +39,16 @@ import (
 // repeating work (never to decide what the cluster should look like), and
 // writes status only when it changed.
 type GitSyncReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	recorder  events.EventRecorder
-	opts      Options
-	clock     clock.Clock
-	targets   *cluster.Targets
-	backoff   *backoff
-	kinds     *livecache.Kinds // the kinds applied, watched for drift
-	waits     *waitSet         // GitSyncs whose objects' status changes requeue them
+	client     client.Client
+	apiReader  client.Reader
+	recorder   events.EventRecorder
+	opts       Options
+	clock      clock.Clock
+	targets    *cluster.Targets
+	backoff    *backoff
+	kinds      *livecache.Kinds // the kinds applied, watched for drift
+	healthSets *rules.Cache     // compiled health rules, one per distinct set
+	waits      *waitSet         // GitSyncs whose objects' status changes requeue them
 	// reader reads every Secret and ConfigMap a GitSync names: in its
 	// namespace, as its account, from watches.
 	reader    *tenant.Reader
@@ -79,17 +81,18 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		return nil, err
 	}
 	r := &GitSyncReconciler{
-		client:    mgr.GetClient(),
-		apiReader: mgr.GetAPIReader(),
-		recorder:  clippedEvents{mgr.GetEventRecorder("gitsync")},
-		opts:      opts,
-		clock:     clock.RealClock{},
-		backoff:   newBackoff(opts.MinBackoff, 24*time.Hour, opts.Limits, clock.RealClock{}),
-		triggers:  make(chan event.GenericEvent, 1024),
-		waits:     &waitSet{},
-		states:    map[types.NamespacedName]*syncState{},
-		runCtx:    context.Background(),
-		fair:      newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
+		client:     mgr.GetClient(),
+		apiReader:  mgr.GetAPIReader(),
+		recorder:   clippedEvents{mgr.GetEventRecorder("gitsync")},
+		opts:       opts,
+		clock:      clock.RealClock{},
+		backoff:    newBackoff(opts.MinBackoff, 24*time.Hour, opts.Limits, clock.RealClock{}),
+		triggers:   make(chan event.GenericEvent, 1024),
+		waits:      &waitSet{},
+		states:     map[types.NamespacedName]*syncState{},
+		runCtx:     context.Background(),
+		fair:       newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
+		healthSets: rules.NewCache(maxHealthRuleSets),
 	}
 	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})

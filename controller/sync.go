@@ -13,6 +13,7 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/engine"
+	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/redact"
 	"gitsync.dev/gitsync/source/git"
@@ -107,7 +108,14 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
+	var hr health.Rules
 	if gs.Spec.Wait {
+		// Rules that do not compile stop the sync before it applies what
+		// they could not judge.
+		if hr, err = r.healthRules(gs); err != nil {
+			out.err = err
+			return out
+		}
 		// From now on the watch events of the objects, our own writes'
 		// included, requeue gs: none is lost between the apply and the
 		// health check.
@@ -115,7 +123,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	r.commitApplying(gs, rev)
 	hold := &waveHold{}
-	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hold)
+	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hr, hold)
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
 	r.opts.Metrics.ObserveApply(res.Changes)
@@ -136,7 +144,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	if gs.Spec.Wait {
-		if out.waiting, out.recheck, out.err = r.judgeWait(ctx, gs, st, tgt, objs, res.Changes, rev); out.waiting != "" || out.err != nil {
+		if out.waiting, out.recheck, out.err = r.judgeWait(ctx, gs, st, tgt, objs, res.Changes, rev, hr); out.waiting != "" || out.err != nil {
 			return out
 		}
 	}
@@ -147,10 +155,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 // judgeWait reads the health of the objects rev applied and says whether
 // gs still waits for them (a message and when to look again at the latest),
 // is Stalled on them, or is done.
-func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision) (string, time.Duration, error) {
-	pending, err := healthOf(ctx, tgt.Cache, objs, cs)
+func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision, hr health.Rules) (string, time.Duration, error) {
+	pending, err := healthOf(ctx, tgt.Cache, objs, cs, hr)
 	if err != nil {
-		return "", 0, retry(v1.ReasonHealthCheckFailed, err)
+		return "", 0, healthError(err)
 	}
 	now := r.clock.Now()
 	waited := now.Sub(st.waitingSince(rev.Commit, gs.Generation, now))

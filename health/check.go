@@ -1,6 +1,7 @@
 package health
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,6 +50,25 @@ func Check(obj *unstructured.Unstructured) (Result, error) {
 		return Result{ID: id, Status: Unknown}, fmt.Errorf("%s health check failed: %w", id, err)
 	}
 	return Result{ID: id, Status: res.Status, Message: res.Message}, nil
+}
+
+// Rules judge the kinds they cover in place of kstatus (CEL health rules,
+// compiled by package health/rules).
+type Rules interface {
+	// Check returns the health of obj and true when a rule covers its
+	// kind; an error (a *RuleError) when the rule failed to evaluate.
+	Check(ctx context.Context, obj *unstructured.Unstructured) (Result, bool, error)
+}
+
+// CheckWith is Check, except that a kind rules cover is judged by its rule.
+// rules may be nil.
+func CheckWith(ctx context.Context, obj *unstructured.Unstructured, rules Rules) (Result, error) {
+	if rules != nil {
+		if res, ok, err := rules.Check(ctx, obj); ok {
+			return res, err
+		}
+	}
+	return Check(obj)
 }
 
 // Aggregate is the status of a set of objects: Failed if any failed, Current

@@ -40,3 +40,30 @@ func (e *TimeoutError) Error() string {
 }
 
 func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// RuleError reports a health rule (package health/rules) that does not
+// compile, or failed to evaluate on an object: the object's health is not
+// known, and no wait treats it as ready.
+type RuleError struct {
+	// Rule names the rule by group and kind ("cert-manager.io/Certificate").
+	Rule string
+	// Field is the expression: current, inProgress or failed; empty for
+	// the rule as a whole.
+	Field string
+	// Object is the object it failed on; empty for a compile error.
+	Object string
+	Err    error
+}
+
+func (e *RuleError) Error() string {
+	where := "health rule " + e.Rule
+	if e.Field != "" {
+		where += " " + e.Field
+	}
+	if e.Object != "" {
+		where += " on " + e.Object
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *RuleError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,9 @@ type WaitOptions struct {
 	// Timeout bounds the wait; Wait then returns a *TimeoutError naming the
 	// objects that are not Current.
 	Timeout time.Duration
+	// Rules judge the kinds they cover in place of kstatus; nil for none.
+	// A rule that fails to evaluate ends the wait with its *RuleError.
+	Rules Rules
 }
 
 // DefaultWaitOptions returns a five-minute timeout, long enough for a rollout
@@ -67,7 +71,8 @@ func Wait(ctx context.Context, cfg *rest.Config, ids []object.ID, opts WaitOptio
 // (*FailedError), or opts.Timeout passes (*TimeoutError). It returns the last
 // result per object, in the order of ids. It never polls: one list+watch per
 // resource and namespace (restricted by name when there is one object) feeds
-// kstatus on every change.
+// kstatus (or opts.Rules) on every change. A rule that fails to evaluate
+// ends the wait with its *RuleError.
 func (w *Waiter) Wait(ctx context.Context, ids []object.ID, opts WaitOptions) ([]Result, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultWaitOptions().Timeout
@@ -98,7 +103,9 @@ func (w *Waiter) Wait(ctx context.Context, ids []object.ID, opts WaitOptions) ([
 		}
 		select {
 		case ev := <-events:
-			ev.apply(results)
+			if err := ev.apply(ctx, results, opts.Rules); err != nil {
+				return results, err
+			}
 		case <-wctx.Done():
 			if ctx.Err() != nil {
 				return results, ctx.Err()
@@ -121,17 +128,25 @@ type event struct {
 	obj   *unstructured.Unstructured
 }
 
-func (ev event) apply(results []Result) {
+// apply records the event's object's health; it returns the error of a
+// health rule that failed to evaluate (the wait cannot judge the object).
+func (ev event) apply(ctx context.Context, results []Result, rules Rules) error {
 	r := &results[ev.index]
 	if ev.obj == nil {
 		r.Status, r.Message = NotFound, "not found"
-		return
+		return nil
 	}
-	got, err := Check(ev.obj)
+	got, err := CheckWith(ctx, ev.obj, rules)
 	r.Status, r.Message = got.Status, got.Message
+	var re *RuleError
+	if errors.As(err, &re) {
+		r.Message = err.Error()
+		return err
+	}
 	if err != nil {
 		r.Message = err.Error()
 	}
+	return nil
 }
 
 // watch runs an informer for one group of objects and sends their changes.

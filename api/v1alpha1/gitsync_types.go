@@ -89,6 +89,17 @@ type GitSyncSpec struct {
 	// +optional
 	Wait bool `json:"wait,omitempty"`
 
+	// HealthChecks judge the health of the kinds they name with CEL
+	// expressions, in place of kstatus, wherever health is judged: with
+	// Wait, the wait and the waves (and so the readiness dependents see);
+	// `gitsync tree` too. Without Wait they are not used. A rule here wins
+	// over the agent's rule (`gitsync run --health-rules`) for the same
+	// group and kind.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
+
 	// MaxObjects lowers the agent's cap on the objects one revision may
 	// render to (`gitsync run --max-objects`, default 10,000); a value above
 	// the agent's cap is refused. A render over the cap fails without
@@ -230,6 +241,53 @@ type DependencyReference struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+	// ReadyExpr is a CEL expression that decides when the dependency is
+	// ready, in place of its Ready condition: it sees the dependency as
+	// `dep` and this GitSync as `self` and returns a bool (for example
+	// `dep.status.lastAppliedRevision.startsWith('main@')`). Allowed only
+	// for a dependency in this GitSync's namespace: another tenant's
+	// GitSync is not for this one to read. An error is Stalled with reason
+	// HealthCheckInvalid.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	ReadyExpr string `json:"readyExpr,omitempty"`
+}
+
+// HealthCheck is a CEL health rule for one kind. Each expression sees the
+// object as `self` (and its top-level fields by name, as Flux's
+// healthCheckExprs do: `status`, `metadata`, `spec`) and returns a bool.
+// While status.observedGeneration is set and differs from
+// metadata.generation the object is InProgress and no expression runs.
+// Then inProgress, failed and current are evaluated in that order and the
+// first that is true decides; none true means InProgress. An expression
+// reading a field the object does not have yet (no such key) means
+// InProgress, and spec.timeout then reports it; any other error stalls the
+// GitSync with reason HealthCheckInvalid.
+type HealthCheck struct {
+	// APIVersion is the group/version (or the group alone) of the kind;
+	// the rule covers every version of the group and kind.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects the rule judges.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Current is true when the object is ready.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Current string `json:"current"`
+	// InProgress is true while the object is still working towards ready;
+	// it is evaluated first, so it wins over a current that is still true
+	// from before.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	InProgress string `json:"inProgress,omitempty"`
+	// Failed is true when the object will not become ready without a
+	// change: spec.wait stalls at once instead of at spec.timeout.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Failed string `json:"failed,omitempty"`
 }
 
 // SubstituteReference names a ConfigMap or Secret whose data are variables.

@@ -55,6 +55,12 @@ const (
 	// spec.timeout the GitSync is Stalled with ReasonHealthCheckFailed
 	// instead.
 	ReasonWaitingForHealth = "WaitingForHealth"
+	// ReasonHealthCheckInvalid: a CEL health rule (spec.healthChecks, the
+	// agent's --health-rules, or a dependsOn readyExpr) does not compile,
+	// does not return a bool, costs too much, or failed to evaluate; the
+	// message names the rule and the error. Nothing is judged healthy by a
+	// broken rule.
+	ReasonHealthCheckInvalid = "HealthCheckInvalid"
 	// ReasonWebhookRejected (a Warning Event): a push webhook for the
 	// GitSync's repository did not verify with its secret.
 	ReasonWebhookRejected = "WebhookRejected"

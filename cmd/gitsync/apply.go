@@ -40,6 +40,8 @@ type applyOptions struct {
 	// Wait waits for the applied objects to become ready, up to Timeout.
 	Wait    bool
 	Timeout time.Duration
+	// HealthRules judge the kinds they name while waiting.
+	HealthRules healthRuleFlags
 	// DryRun prints what would change, as gitsync diff does, and writes nothing.
 	DryRun bool
 	// Output is "" (lines for people), "json" or "yaml" (one list at the end).
@@ -102,6 +104,7 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 	cmd.Flags().BoolVar(&o.PruneEnabled, "prune", false, "Delete objects of the --name inventory that are no longer in the source.")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the applied objects are ready.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --wait waits before failing.")
+	o.HealthRules.AddFlags(cmd.Flags(), "what --wait waits for")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Print what would change (like gitsync diff) and write nothing.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints one list of {subject, action, ...} when done (with --dry-run, as gitsync diff -o does).")
 	return cmd
@@ -120,6 +123,9 @@ func (o *applyOptions) Complete(args []string) error {
 		return errors.New("--timeout must be positive")
 	}
 	if err := validateOutput(o.Output, outputText, outputJSON, outputYAML); err != nil {
+		return err
+	}
+	if err := o.HealthRules.Load(); err != nil {
 		return err
 	}
 	return o.Prune.Validate()
@@ -339,13 +345,18 @@ func (o *applyOptions) waitReady(ctx context.Context, tgt *connectedCluster, cs 
 		}
 	}
 	bar := startProgress(o.ErrOut, fmt.Sprintf("waiting for %d objects to become ready", len(ids)))
-	_, err := health.Wait(ctx, tgt.Config, ids, health.WaitOptions{Timeout: o.Timeout})
+	_, err := health.Wait(ctx, tgt.Config, ids, o.waitOptions())
 	bar.Done()
 	if err != nil {
 		return fmt.Errorf("wait: %w", err)
 	}
 	fmt.Fprintf(out, "%d objects ready\n", len(ids))
 	return nil
+}
+
+// waitOptions are the options of every wait of --wait.
+func (o *applyOptions) waitOptions() health.WaitOptions {
+	return health.WaitOptions{Timeout: o.Timeout, Rules: o.HealthRules.set}
 }
 
 // applierFlags are the per-command switches of newApplier.

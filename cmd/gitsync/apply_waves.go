@@ -24,7 +24,7 @@ func (o *applyOptions) waitBetweenWaves(tgt *connectedCluster, failed *error) ap
 				ids = append(ids, e.ID)
 			}
 		}
-		if _, err := health.Wait(ctx, tgt.Config, ids, health.WaitOptions{Timeout: o.Timeout}); err != nil {
+		if _, err := health.Wait(ctx, tgt.Config, ids, o.waitOptions()); err != nil {
 			*failed = fmt.Errorf("wave %d not ready, so wave %d and later were not applied: wait: %w", done, next, err)
 			return false
 		}

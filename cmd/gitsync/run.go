@@ -37,6 +37,9 @@ type runOptions struct {
 	logFormat string
 	// verbose raises the log level to debug.
 	verbose bool
+	// healthRules are the operator's CEL health rules for every GitSync
+	// (controller.Options.HealthRules).
+	healthRules healthRuleFlags
 }
 
 // newRunCmd returns `gitsync run`.
@@ -96,6 +99,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.StringVar(&r.AgentNamespace, "agent-namespace", "", "Namespace of the agent's own ServiceAccount; prunes never delete the agent's Namespace, ServiceAccount, workload or RBAC (default: $POD_NAMESPACE, else asked of the apiserver).")
 	fs.StringVar(&r.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each GitSync's own namespace, used for a GitSync that sets no spec.serviceAccountName: it must be allowed to get the Secrets and ConfigMaps the GitSync names, and it is impersonated for writes (except with spec.kubeConfig, whose identity is the kubeconfig's). Empty: such GitSyncs read and write with the agent's own rights.")
 	fs.StringVar(&r.AgentServiceAccount, "agent-service-account", "", "Name of the agent's own ServiceAccount (default: $GITSYNC_SERVICE_ACCOUNT, else asked of the apiserver).")
+	o.healthRules.AddFlags(fs, "the objects of every GitSync (a GitSync's own spec.healthChecks rule for the same kind wins); read at start")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "Log at debug level.")
 	return cmd
@@ -108,6 +112,10 @@ func (o *runOptions) run(ctx context.Context) error {
 		return withExitCode(exitError, err)
 	}
 	ctrl.SetLogger(log)
+	if err := o.healthRules.Load(); err != nil {
+		return withExitCode(exitError, fmt.Errorf("--health-rules: %w", err))
+	}
+	o.agent.Reconciler.HealthRules = o.healthRules.loaded
 	if o.agent.Reconciler.Egress.Policy.Allow, err = egress.ParsePrefixes(o.allowNetworks); err != nil {
 		return withExitCode(exitError, fmt.Errorf("--allow-networks: %w", err))
 	}

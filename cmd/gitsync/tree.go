@@ -25,6 +25,9 @@ type treeOptions struct {
 	Name string
 	// Output is "" (table), "json" or "yaml".
 	Output string
+	// HealthRules add to the GitSync's spec.healthChecks (which win),
+	// standing in for the agent's --health-rules.
+	HealthRules healthRuleFlags
 
 	Out io.Writer
 }
@@ -49,12 +52,19 @@ func newTreeCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
 		Short: "List the objects a GitSync manages, with their health",
 		Long: `List the objects a GitSync manages (its status inventory), each with its
 health as the agent's wait judges it (kstatus: Current, InProgress, Failed,
-Terminating, NotFound, Unknown) and kstatus' message.`,
+Terminating, NotFound, Unknown) and kstatus' message. Kinds named by the
+GitSync's spec.healthChecks, or by --health-rules files (the agent's
+--health-rules, say), are judged by those CEL rules instead; the GitSync's
+rule wins for the same kind. An object a rule fails to evaluate on is
+Unknown, with the rule's error.`,
 		Example: `  # What web in prod manages, and whether each object is ready
   gitsync tree web -n prod
 
   # The same, machine-readable
-  gitsync tree web -n prod -o json`,
+  gitsync tree web -n prod -o json
+
+  # Judge cert-manager Certificates as the agent's rules do
+  gitsync tree web -n prod --health-rules examples/health-rules/cert-manager.yaml`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeGitSyncs(kube),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,10 +72,14 @@ Terminating, NotFound, Unknown) and kstatus' message.`,
 			if err := validateOutput(o.Output, outputText, outputJSON, outputYAML); err != nil {
 				return withExitCode(exitError, err)
 			}
+			if err := o.HealthRules.Load(); err != nil {
+				return withExitCode(exitError, err)
+			}
 			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml.")
+	o.HealthRules.AddFlags(cmd.Flags(), "the GitSync's objects, under its own spec.healthChecks")
 	return cmd
 }
 
@@ -79,10 +93,14 @@ func (o *treeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	hr, err := o.HealthRules.Rules(gs.Spec.HealthChecks)
+	if err != nil {
+		return withExitCode(exitError, fmt.Errorf("GitSync/%s/%s spec.healthChecks: %w", gs.Namespace, gs.Name, err))
+	}
 	live := treeReader(tgt, inv)
 	entries := make([]treeEntry, 0, inv.Len())
 	for _, e := range inv.Entries {
-		entries = append(entries, treeEntryOf(ctx, tgt, live, e))
+		entries = append(entries, treeEntryOf(ctx, tgt, live, e, hr))
 	}
 	if o.Output != outputText {
 		return writeStructured(o.Out, o.Output, entries)
@@ -103,7 +121,7 @@ func (o *treeOptions) Run(ctx context.Context) error {
 // treeEntryOf reads one inventory object and checks its health. A read
 // that fails is Unknown with the reason; the object may belong to a kind
 // no longer served.
-func treeEntryOf(ctx context.Context, tgt *connectedCluster, live client.Reader, e inventory.Entry) treeEntry {
+func treeEntryOf(ctx context.Context, tgt *connectedCluster, live client.Reader, e inventory.Entry, hr health.Rules) treeEntry {
 	te := treeEntry{Subject: e.ID.String(), Pending: e.Pending}
 	gvk, err := entryGVK(tgt, e)
 	if err != nil {
@@ -121,7 +139,7 @@ func treeEntryOf(ctx context.Context, tgt *connectedCluster, live client.Reader,
 		te.Status, te.Message = string(health.Unknown), err.Error()
 		return te
 	}
-	res, err := health.Check(obj)
+	res, err := health.CheckWith(ctx, obj, hr)
 	te.Status, te.Message = string(res.Status), res.Message
 	if err != nil {
 		te.Message = err.Error()
