@@ -4,10 +4,15 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+
+	"gitsync.dev/gitsync/internal/testenv"
 )
 
 // ociRegistry serves an in-process OCI registry on loopback and returns
@@ -65,5 +70,81 @@ func TestPushArtifactThenBuildIt(t *testing.T) {
 	wantCode(t, gitFlag, exitError)
 	if !strings.Contains(gitFlag.stderr, "--branch and --commit select Git revisions") {
 		t.Errorf("--branch with an oci:// url:\n%s", gitFlag)
+	}
+}
+
+// cosignCmd runs the cosign binary the tests are built with, in dir, with
+// an empty key password.
+func cosignCmd(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	bin, err := testenv.BinDir("cosign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "cosign"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestCosignSignedArtifactOnly(t *testing.T) {
+	t.Parallel()
+	host := ociRegistry(t)
+	keys, other := t.TempDir(), t.TempDir()
+	cosignCmd(t, keys, "generate-key-pair")
+	cosignCmd(t, other, "generate-key-pair")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"cm.yaml": configMap("app", "k", "v1")})
+	want := gitsync(t, "build", dir)
+	wantCode(t, want, 0)
+
+	repo := "oci://" + host + "/team/app"
+	digestOf := func(r result) string {
+		t.Helper()
+		wantCode(t, r, 0)
+		_, d, ok := strings.Cut(strings.TrimSpace(r.stdout), "@")
+		if !ok {
+			t.Fatalf("push printed %q", r.stdout)
+		}
+		return d
+	}
+	signed := digestOf(gitsync(t, "push", "artifact", dir, repo+":v1", "--plain-http"))
+	cosignCmd(t, keys, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--allow-insecure-registry", "-y",
+		host+"/team/app@"+signed)
+	writeFiles(t, dir, map[string]string{"cm.yaml": configMap("app", "k", "v2")})
+	digestOf(gitsync(t, "push", "artifact", dir, repo+":v2", "--plain-http"))
+
+	pub := filepath.Join(keys, "cosign.pub")
+	ok := gitsync(t, "build", "--url", repo+":v1", "--plain-http", "--cosign-key", pub)
+	wantCode(t, ok, 0)
+	if ok.stdout != want.stdout {
+		t.Errorf("the signed artifact built:\n%s\nwant:\n%s", ok.stdout, want.stdout)
+	}
+	byDigest := gitsync(t, "build", "--url", repo+"@"+signed, "--plain-http", "--cosign-key", pub)
+	wantCode(t, byDigest, 0)
+
+	for _, tc := range []struct {
+		name, url, key, want string
+	}{
+		{"unsigned", repo + ":v2", pub, "has no cosign signature"},
+		{"signed by another key", repo + ":v1", filepath.Join(other, "cosign.pub"), "signed by none of the 1 keys"},
+	} {
+		r := gitsync(t, "build", "--url", tc.url, "--plain-http", "--cosign-key", tc.key)
+		wantCode(t, r, exitError)
+		if !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("%s: want nothing built and %q:\n%s", tc.name, tc.want, r)
+		}
+	}
+	// The tag moved to new files after the signing: the signature does not
+	// follow it.
+	digestOf(gitsync(t, "push", "artifact", dir, repo+":v1", "--plain-http"))
+	moved := gitsync(t, "build", "--url", repo+":v1", "--plain-http", "--cosign-key", pub)
+	wantCode(t, moved, exitError)
+	if !strings.Contains(moved.stderr, "has no cosign signature") {
+		t.Errorf("a retagged artifact:\n%s", moved)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"os"
@@ -46,6 +47,9 @@ type sourceOptions struct {
 	Rendering renderFlags
 	// PlainHTTP lets an oci:// URL be read over plain HTTP.
 	PlainHTTP bool
+	// CosignKeys are files of public keys; with any, an oci:// URL is read
+	// only when one of them verifies its cosign signature.
+	CosignKeys []string
 }
 
 // Environment variables holding Git credentials for --url.
@@ -70,6 +74,7 @@ func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
 	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "Read an oci:// --url over plain HTTP (a local registry without TLS).")
+	fs.StringSliceVar(&o.CosignKeys, "cosign-key", nil, "PEM public key file (repeatable); an oci:// --url is read only if one of them verifies its cosign signature.")
 	o.Rendering.AddFlags(fs)
 }
 
@@ -161,6 +166,8 @@ func (o *sourceOptions) Complete(args []string) error {
 		return errors.New("--root confines a local directory; a repository's root is its checkout")
 	case o.PlainHTTP && !oci.IsURL(o.URL):
 		return errors.New("--plain-http is for an oci:// --url")
+	case len(o.CosignKeys) > 0 && !oci.IsURL(o.URL):
+		return errors.New("--cosign-key verifies an oci:// --url")
 	}
 	return nil
 }
@@ -182,6 +189,8 @@ func (o *sourceOptions) CompleteOptional(args []string) error {
 		return errors.New("give at most one of --branch, --tag, --semver and --commit")
 	case o.PlainHTTP && !oci.IsURL(o.URL):
 		return errors.New("--plain-http is for an oci:// --url")
+	case len(o.CosignKeys) > 0 && !oci.IsURL(o.URL):
+		return errors.New("--cosign-key verifies an oci:// --url")
 	}
 	return nil
 }
@@ -387,6 +396,9 @@ func (o *sourceOptions) renderArtifact(ctx context.Context) (*renderedSource, er
 	if err != nil {
 		return nil, err
 	}
+	if err := o.verifyArtifact(ctx, c, a, rev); err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(tmp, "artifact")
 	if _, err := c.Pull(ctx, a, rev, dir); err != nil {
 		return nil, err
@@ -404,6 +416,28 @@ func (o *sourceOptions) renderArtifact(ctx context.Context) (*renderedSource, er
 		return nil, fmt.Errorf("render %s at %s: %w", a.URL, rev, err)
 	}
 	return &renderedSource{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
+}
+
+// verifyArtifact checks rev's cosign signature against --cosign-key when
+// given; nothing of an unverified artifact is read.
+func (o *sourceOptions) verifyArtifact(ctx context.Context, c *oci.Client, a oci.Artifact, rev oci.Revision) error {
+	if len(o.CosignKeys) == 0 {
+		return nil
+	}
+	var keys []crypto.PublicKey
+	for _, f := range o.CosignKeys {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--cosign-key: %w", err)
+		}
+		k, err := oci.ParsePublicKeys(b)
+		if err != nil {
+			return fmt.Errorf("--cosign-key %s: %w", f, err)
+		}
+		keys = append(keys, k...)
+	}
+	_, err := c.Verify(ctx, a, rev, keys)
+	return err
 }
 
 // withCredentialsHint says how to give the CLI credentials when a remote
