@@ -152,11 +152,14 @@ func review(ctx context.Context, c client.Client, k accessKey) (bool, string, er
 
 // writer names the identity gs's objects are written as.
 func (r *GitSyncReconciler) writer(gs *v1.GitSync) string {
+	def := r.opts.DefaultServiceAccount
+	if gs.Spec.KubeConfig != nil {
+		def = "" // a remote cluster is written as its kubeconfig says
+	}
+	if user, origin := gs.AccountOrigin(def); user != "" {
+		return fmt.Sprintf("ServiceAccount %s (%s)", user, origin)
+	}
 	switch {
-	case gs.Spec.ServiceAccountName != "":
-		return fmt.Sprintf("ServiceAccount %s (spec.serviceAccountName)", gs.AccountOr(""))
-	case r.opts.DefaultServiceAccount != "" && gs.Spec.KubeConfig == nil:
-		return fmt.Sprintf("ServiceAccount %s (the agent's --default-service-account)", gs.AccountOr(r.opts.DefaultServiceAccount))
 	case gs.Spec.KubeConfig != nil:
 		return "the identity of the kubeconfig in Secret " + gs.Namespace + "/" + gs.Spec.KubeConfig.SecretRef.Name
 	case r.opts.AgentServiceAccount != "":

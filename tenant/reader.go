@@ -162,13 +162,7 @@ func (v *View) Allowed(ctx context.Context, ref Ref) error {
 // account is the user name of gs's account and where it came from, or ""
 // for none.
 func (v *View) account() (user, from string) {
-	switch {
-	case v.gs.Spec.ServiceAccountName != "":
-		return v.gs.AccountOr(""), "spec.serviceAccountName"
-	case v.r.defaultAccount != "":
-		return v.gs.AccountOr(v.r.defaultAccount), "the agent's --default-service-account"
-	}
-	return "", ""
+	return v.gs.AccountOrigin(v.r.defaultAccount)
 }
 
 // whence notes on a refusal where its account came from.

@@ -33,3 +33,17 @@ func (gs *GitSync) AccountOr(def string) string {
 	}
 	return "system:serviceaccount:" + gs.Namespace + ":" + sa
 }
+
+// AccountOrigin is gs's account user name as AccountOr(def) gives it and
+// where it comes from, in the words status and errors use:
+// "spec.serviceAccountName" or "the agent's --default-service-account";
+// both "" without an account.
+func (gs *GitSync) AccountOrigin(def string) (user, origin string) {
+	switch {
+	case gs.Spec.ServiceAccountName != "":
+		return gs.AccountOr(""), "spec.serviceAccountName"
+	case def != "":
+		return gs.AccountOr(def), "the agent's --default-service-account"
+	}
+	return "", ""
+}

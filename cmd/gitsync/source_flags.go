@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	sourcegit "gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/oci"
 	sourcerender "gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/source/sops"
 )
@@ -43,6 +45,11 @@ type sourceOptions struct {
 	MaxObjects int
 	// Rendering holds spec.helm and spec.ignore as flags.
 	Rendering renderFlags
+	// PlainHTTP lets an oci:// URL be read over plain HTTP.
+	PlainHTTP bool
+	// CosignKeys are files of public keys; with any, an oci:// URL is read
+	// only when one of them verifies its cosign signature.
+	CosignKeys []string
 }
 
 // Environment variables holding Git credentials for --url.
@@ -55,7 +62,7 @@ const (
 
 // AddFlags registers --url, the ref flags and --path.
 func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.URL, "url", "", "Git repository to read instead of a local directory (https://, ssh://, git@host:org/repo, file://).")
+	fs.StringVar(&o.URL, "url", "", "Git repository (https://, ssh://, git@host:org/repo, file://) or OCI artifact (oci://registry/repo[:tag|@digest]) to read instead of a local directory.")
 	fs.StringVar(&o.Branch, "branch", "", "Branch of --url to follow (default: the remote's default branch).")
 	fs.StringVar(&o.Tag, "tag", "", "Tag of --url to read.")
 	fs.StringVar(&o.Semver, "semver", "", "Semver range; reads the highest tag of --url that satisfies it, e.g. \"~1.4\".")
@@ -66,6 +73,8 @@ func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
+	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "Read an oci:// --url over plain HTTP (a local registry without TLS).")
+	fs.StringSliceVar(&o.CosignKeys, "cosign-key", nil, "PEM public key file (repeatable); an oci:// --url is read only if one of them verifies its cosign signature.")
 	o.Rendering.AddFlags(fs)
 }
 
@@ -155,6 +164,10 @@ func (o *sourceOptions) Complete(args []string) error {
 		return errors.New("--ssh-key, --known-hosts and --ca-file need --url")
 	case o.URL != "" && o.Root != "":
 		return errors.New("--root confines a local directory; a repository's root is its checkout")
+	case o.PlainHTTP && !oci.IsURL(o.URL):
+		return errors.New("--plain-http is for an oci:// --url")
+	case len(o.CosignKeys) > 0 && !oci.IsURL(o.URL):
+		return errors.New("--cosign-key verifies an oci:// --url")
 	}
 	return nil
 }
@@ -174,6 +187,10 @@ func (o *sourceOptions) CompleteOptional(args []string) error {
 		return errors.New("--branch, --tag, --semver and --commit select a revision to fetch; a directory is read as it is on disk")
 	case refs > 1:
 		return errors.New("give at most one of --branch, --tag, --semver and --commit")
+	case o.PlainHTTP && !oci.IsURL(o.URL):
+		return errors.New("--plain-http is for an oci:// --url")
+	case len(o.CosignKeys) > 0 && !oci.IsURL(o.URL):
+		return errors.New("--cosign-key verifies an oci:// --url")
 	}
 	return nil
 }
@@ -286,6 +303,9 @@ func workTreeTop(dir string) string {
 // renderRemote resolves the ref, checks the commit out into a temporary
 // directory and renders Path from it.
 func (o *sourceOptions) renderRemote(ctx context.Context) (*renderedSource, error) {
+	if oci.IsURL(o.URL) {
+		return o.renderArtifact(ctx)
+	}
 	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	auth, err := o.auth()
 	if err != nil {
@@ -344,6 +364,80 @@ func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
 	}
 	return &renderedSource{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
+}
+
+// renderArtifact resolves an oci:// --url (its tag or digest, or --tag or
+// --semver), pulls the artifact into a temporary directory and renders
+// Path from it, as the directory's top.
+func (o *sourceOptions) renderArtifact(ctx context.Context) (*renderedSource, error) {
+	a, err := oci.ParseReference(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Branch != "" || o.Commit != "":
+		return nil, errors.New("--branch and --commit select Git revisions; an oci:// --url takes a tag, a digest (oci://…@sha256:…), --tag or --semver")
+	case a.Ref != (oci.Ref{}) && (o.Tag != "" || o.Semver != ""):
+		return nil, fmt.Errorf("%s already names its tag or digest; drop --tag and --semver", o.URL)
+	case o.Tag != "":
+		a.Ref.Tag = o.Tag
+	case o.Semver != "":
+		a.Ref.Semver = o.Semver
+	case a.Ref == (oci.Ref{}):
+		a.Ref.Tag = "latest"
+	}
+	tmp, err := os.MkdirTemp("", "gitsync-cli-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	c := ociClient(o.PlainHTTP)
+	rev, err := c.Resolve(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.verifyArtifact(ctx, c, a, rev); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(tmp, "artifact")
+	if _, err := c.Pull(ctx, a, rev, dir); err != nil {
+		return nil, err
+	}
+	path := o.Path
+	if path == "" {
+		path = "."
+	}
+	ropts, err := o.renderOptionsIn("")
+	if err != nil {
+		return nil, err
+	}
+	r, err := o.Rendering.render(ctx, dir, path, ropts)
+	if err != nil {
+		return nil, fmt.Errorf("render %s at %s: %w", a.URL, rev, err)
+	}
+	return &renderedSource{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
+}
+
+// verifyArtifact checks rev's cosign signature against --cosign-key when
+// given; nothing of an unverified artifact is read.
+func (o *sourceOptions) verifyArtifact(ctx context.Context, c *oci.Client, a oci.Artifact, rev oci.Revision) error {
+	if len(o.CosignKeys) == 0 {
+		return nil
+	}
+	var keys []crypto.PublicKey
+	for _, f := range o.CosignKeys {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--cosign-key: %w", err)
+		}
+		k, err := oci.ParsePublicKeys(b)
+		if err != nil {
+			return fmt.Errorf("--cosign-key %s: %w", f, err)
+		}
+		keys = append(keys, k...)
+	}
+	_, err := c.Verify(ctx, a, rev, keys)
+	return err
 }
 
 // withCredentialsHint says how to give the CLI credentials when a remote

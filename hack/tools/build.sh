@@ -22,6 +22,7 @@ programs=(
   "kubectl|$here|k8s.io/kubernetes/cmd/kubectl"
   "kwok|$here/kwok|sigs.k8s.io/kwok/cmd/kwok"
   "helm|$here/helm|helm.sh/helm/v3/cmd/helm"
+  "cosign|$here/cosign|github.com/sigstore/cosign/v2/cmd/cosign"
   "kubelet|$here|k8s.io/kubernetes/cmd/kubelet"
   "kube-proxy|$here|k8s.io/kubernetes/cmd/kube-proxy"
   "containerd|$here/containerd|github.com/containerd/containerd/v2/cmd/containerd"
