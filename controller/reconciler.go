@@ -30,6 +30,7 @@ import (
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source/remote"
+	"gitsync.dev/gitsync/source/verify"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -51,6 +52,7 @@ type GitSyncReconciler struct {
 	// namespace, as its account, from watches.
 	reader    *tenant.Reader
 	resolver  *remote.Resolver
+	verifier  *verify.Verifier // signature verdicts per (revision, keys)
 	gitEgress *egress.Dialer // Git traffic, limited per host
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
@@ -90,6 +92,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		states:    map[types.NamespacedName]*syncState{},
 		runCtx:    context.Background(),
 		fair:      newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
+		verifier:  verify.NewVerifier(0),
 	}
 	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})
