@@ -442,7 +442,7 @@ type GitSyncStatus struct {
 	// LastAppliedSigner names who signed LastAppliedRevision when
 	// spec.source.verify is set: for each object verified, the key's kind
 	// and fingerprint and its identity (an OpenPGP user ID, an SSH
-	// principal), e.g. `commit: OpenPGP 1A2B…: "Alice <alice@example.com>"`.
+	// principal), e.g. `commit: OpenPGP 1A2B… "Alice <alice@example.com>"`.
 	// +optional
 	LastAppliedSigner string `json:"lastAppliedSigner,omitempty"`
 

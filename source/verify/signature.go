@@ -43,7 +43,7 @@ type Signer struct {
 	Identity string
 }
 
-// String is `commit: OpenPGP 0A1B…: "Alice <alice@example.com>"`.
+// String is `commit: OpenPGP 0A1B… "Alice <alice@example.com>"`.
 func (s Signer) String() string {
 	out := fmt.Sprintf("%s: %s %s", s.Object, s.Kind, s.Fingerprint)
 	if s.Identity != "" {
