@@ -116,6 +116,33 @@ func TestOpenPGP(t *testing.T) {
 	r.Rewrite(corruptSignature)
 	_, err = r.verifyRef(t, main, p)
 	wantRefused(t, err, p, "OpenPGP signature")
+
+	r.CommitSigned("by mallory, then by alice", nil, alice)
+	r.Rewrite(doubleSignature)
+	_, err = r.verifyRef(t, main, p)
+	wantRefused(t, err, p, "more than one signature block")
+}
+
+// doubleSignature repeats the gpgsig header's signature block inside it, as
+// a second signature would be carried.
+func doubleSignature(raw string) string {
+	lines := strings.Split(raw, "\n")
+	var block []string
+	out := make([]string, 0, 2*len(lines))
+	for _, l := range lines {
+		out = append(out, l)
+		switch {
+		case strings.HasPrefix(l, "gpgsig "):
+			block = []string{" " + strings.TrimPrefix(l, "gpgsig ")}
+		case block != nil && strings.HasPrefix(l, " "):
+			block = append(block, l)
+			if strings.Contains(l, "-----END") {
+				out = append(out, block...)
+				block = nil
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // corruptSignature flips one base64 character in the middle of the
