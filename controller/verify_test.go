@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,5 +103,54 @@ func TestVerifiedSource(t *testing.T) {
 	}
 	if _, err := getCM(t, c, ns, "b"); !apierrors.IsNotFound(err) {
 		t.Errorf("ConfigMap b: %v, want it pruned once a verified revision removed it", err)
+	}
+}
+
+// TestConvergedVerifiedSendsNothing: a converged GitSync with
+// spec.source.verify polls its remote at every interval and verifies the
+// unchanged revision from memory: no API request (the keys Secret is read
+// from its watch) and no fetch from the Git server (only its ls-remote).
+//
+// Checked: with verified reading the keys Secret with the agent's API
+// reader instead of the tenant view, each poll sends a GET of it and the
+// test fails naming them. (The Verifier's memory saves parsing the keys and
+// checking the signature again; the objects are local either way, so no
+// request count shows it: source/verify's TestMemo does.)
+func TestConvergedVerifiedSendsNothing(t *testing.T) {
+	bob := gittest.NewSSHKey(t, "bob@example.com")
+	c := setup(t)
+	ns := env.Namespace(t)
+	a := startAgent(t, agentOptions{namespace: ns})
+	r := newRepo(t)
+	root, name := filepath.Split(r.dir)
+	srv := gittest.New(t, root, gittest.Options{})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "trusted", Namespace: ns},
+		StringData: map[string]string{"bob.pub": bob.Public}}); err != nil {
+		t.Fatal(err)
+	}
+	commit := r.CommitSigned("signed", map[string]string{"deploy/a.yaml": configMap("a", "1")}, bob)
+	gs := newGitSync(ns, "app", srv.URL+"/"+name, func(g *v1.GitSync) {
+		g.Spec.Source.Verify = &v1.GitVerification{SecretRef: v1.LocalObjectReference{Name: "trusted"}}
+		g.Spec.Interval = metav1.Duration{Duration: time.Second}
+	})
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.Contains(g.Status.LastAppliedRevision, commit) && g.Status.LastAppliedSigner != ""
+	})
+	a.settle(t, c, key, 1)
+	a.waitFetches(t, "success", 2)
+
+	reads, writes, seen := a.count.reads.Load(), a.count.writes.Load(), len(a.count.requests())
+	packs := srv.UploadPack.Load()
+	a.waitFetches(t, "success", 3)
+	if r, w := a.count.reads.Load()-reads, a.count.writes.Load()-writes; r != 0 || w != 0 {
+		t.Errorf("3 polls of a converged verified GitSync sent %d reads and %d writes, want none: %v", r, w, a.count.requests()[seen:])
+	}
+	if n := srv.UploadPack.Load() - packs; n != 0 {
+		t.Errorf("3 polls of an unchanged verified revision fetched %d times, want 0", n)
 	}
 }
