@@ -22,7 +22,7 @@ type remote struct {
 	f   *git.Fetcher
 }
 
-func newRemote(t *testing.T) *remote {
+func newRemote(t testing.TB) *remote {
 	t.Helper()
 	root := t.TempDir()
 	r := gittest.NewRepo(t, filepath.Join(root, "repo"))
