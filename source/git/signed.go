@@ -41,7 +41,7 @@ func (f *Fetcher) Signed(ctx context.Context, src Source, rev Revision, tag bool
 	if err != nil {
 		return Signed{}, gitErr(src, "fetch", err)
 	}
-	if tag && remoteRefName(src, rev) == "" || tag && src.Ref.Branch != "" {
+	if tag && (src.Ref.Branch != "" || remoteRefName(src, rev) == "") {
 		return Signed{}, gitErr(src, "fetch", fmt.Errorf("%s names no tag: %w", rev, ErrInvalidSource))
 	}
 	lr, err := f.repo(src)
