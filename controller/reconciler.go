@@ -53,7 +53,7 @@ type GitSyncReconciler struct {
 	reader    *tenant.Reader
 	resolver  *remote.Resolver
 	verifier  *verify.Verifier // signature verdicts per (revision, keys)
-	gitEgress *egress.Dialer // Git traffic, limited per host
+	gitEgress *egress.Dialer   // Git traffic, limited per host
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (livecache.Kinds).

@@ -79,7 +79,9 @@ func TestVerifiedSource(t *testing.T) {
 	refused("unsigned", r.Commit("unsigned", change), "commit is not signed", "Secret/"+ns+"/trusted")
 
 	r.CommitSigned("signed, then changed", nil, alice)
-	tampered := r.Rewrite(func(raw string) string { return strings.Replace(raw, "signed, then changed", "changed after signing", 1) })
+	tampered := r.Rewrite(func(raw string) string {
+		return strings.Replace(raw, "signed, then changed", "changed after signing", 1)
+	})
 	refused("tampered", tampered, "OpenPGP signature that does not verify")
 
 	byEve := r.CommitSigned("signed by eve", map[string]string{"deploy/a.yaml": configMap("a", "3")}, eve)
