@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/verify"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -53,6 +55,38 @@ func sourceAuth(ctx context.Context, gs *v1.GitSync, view *tenant.View, src *git
 	// let a refusal say which keys it has instead.
 	src.Auth = git.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", key.Namespace, key.Name), secret.Data)
 	return nil
+}
+
+// verified checks rev against spec.source.verify with the keys of its
+// Secret (read through the tenant boundary) and names who signed it; ""
+// when nothing is to be verified. A refusal (unsigned, untrusted or
+// tampered, or keys that do not parse) is Stalled VerificationFailed: it
+// lasts until the revision or the Secret changes, and the Secret's watch
+// requeues gs when it does. Verdicts are remembered, so a revision verified
+// once costs a digest of the Secret's data.
+func (r *GitSyncReconciler) verified(ctx context.Context, gs *v1.GitSync, view *tenant.View, src git.Source, rev git.Revision) (string, error) {
+	spec := gs.Spec.Source.Verify
+	if spec == nil {
+		return "", nil
+	}
+	p := verify.Policy{Mode: spec.Mode, Origin: fmt.Sprintf("Secret/%s/%s", gs.Namespace, spec.SecretRef.Name)}
+	if err := p.Check(src.Ref); err != nil {
+		return "", stalled(v1.ReasonInvalidSpec, err)
+	}
+	secret, err := view.Secret(ctx, tenant.Ref{Name: spec.SecretRef.Name, Field: "spec.source.verify.secretRef"})
+	if err != nil {
+		return "", classifyRead(fmt.Errorf("%s (spec.source.verify.secretRef) read failed: %w", p.Origin, err), v1.ReasonVerificationFailed)
+	}
+	p.Keys = secret.Data
+	res, err := r.verifier.Verify(ctx, r.opts.Fetcher, src, rev, p)
+	var ve *verify.Error
+	switch {
+	case errors.As(err, &ve):
+		return "", stalled(v1.ReasonVerificationFailed, err)
+	case err != nil:
+		return "", classifyFetch(err)
+	}
+	return res.String(), nil
 }
 
 // resolve asks src's remote for the revision of its ref, sharing one

@@ -31,6 +31,7 @@ import (
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source/remote"
+	"gitsync.dev/gitsync/source/verify"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -53,7 +54,8 @@ type GitSyncReconciler struct {
 	// namespace, as its account, from watches.
 	reader    *tenant.Reader
 	resolver  *remote.Resolver
-	gitEgress *egress.Dialer // Git traffic, limited per host
+	verifier  *verify.Verifier // signature verdicts per (revision, keys)
+	gitEgress *egress.Dialer   // Git traffic, limited per host
 	triggers  chan event.GenericEvent
 	// probe reads as the agent, around the cache: it checks that a kind
 	// can be listed and watched before its informer starts (livecache.Kinds).
@@ -93,6 +95,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		runCtx:     context.Background(),
 		fair:       newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
 		healthSets: rules.NewCache(maxHealthRuleSets),
+		verifier:   verify.NewVerifier(0),
 	}
 	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})

@@ -100,6 +100,9 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 			now := metav1.NewTime(r.clock.Now()).Rfc3339Copy()
 			s.LastAppliedRevision, s.LastAppliedTime = out.applied, &now
 		}
+		if out.applied != "" {
+			s.LastAppliedSigner = out.signer
+		}
 		if out.inventory != nil {
 			s.Inventory = inventory.ToGitSyncStatus(out.inventory)
 		}

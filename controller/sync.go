@@ -26,6 +26,9 @@ type outcome struct {
 	// attempted and applied are revisions in Revision.String() form;
 	// applied is set only when everything succeeded.
 	attempted, applied string
+	// signer names who signed the revision (verify.Result) when
+	// spec.source.verify is set; recorded with applied.
+	signer string
 	// inventory to store; nil keeps the stored one.
 	inventory *inventory.Inventory
 	changes   *apply.ChangeSet
@@ -64,8 +67,9 @@ func (o *outcome) syncErr() *syncError {
 	return asSyncError(o.err, v1.ReasonApplyFailed)
 }
 
-// sync runs the pipeline once: resolve, fetch+render, apply, prune, health.
-// Nothing is pruned unless resolve, render and apply all succeeded.
+// sync runs the pipeline once: resolve, verify, fetch+render, apply, prune,
+// health. Nothing is pruned unless resolve, verification, render and apply
+// all succeeded.
 func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncState) *outcome {
 	ctx, cancel := context.WithTimeout(ctx, r.timeoutOf(gs))
 	defer cancel()
@@ -88,6 +92,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	out.attempted = rev.String()
+	if out.signer, err = r.verified(ctx, gs, view, src, rev); err != nil {
+		out.err = err
+		return out
+	}
 	rendered, err := r.render(ctx, gs, st, tgt, src, rev)
 	if err != nil {
 		out.err = err

@@ -38,6 +38,9 @@ func RefsOf(gs *v1.GitSync) []Ref {
 	if ref := gs.Spec.Source.SecretRef; ref != nil {
 		secret(ref.Name, "spec.source.secretRef")
 	}
+	if v := gs.Spec.Source.Verify; v != nil {
+		secret(v.SecretRef.Name, "spec.source.verify.secretRef")
+	}
 	if kc := gs.Spec.KubeConfig; kc != nil {
 		secret(kc.SecretRef.Name, "spec.kubeConfig.secretRef")
 	}

@@ -89,6 +89,19 @@ func TestCRDValidation(t *testing.T) {
 		{name: "zero retry interval", mutate: func(g *v1.GitSync) { g.Spec.RetryInterval = &metav1.Duration{} }, wantErr: "retryInterval must be between"},
 		{name: "huge timeout", mutate: func(g *v1.GitSync) { g.Spec.Timeout = &metav1.Duration{Duration: 48 * time.Hour} }, wantErr: "timeout must be between"},
 		{name: "short commit", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{Commit: "abc123"} }, wantErr: "spec.source.ref.commit"},
+		{name: "verify a branch's commit", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Verify = &v1.GitVerification{SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}},
+		{name: "verify a tag", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Ref = v1.GitRef{Tag: "v1.2.0"}
+			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyTagAndHEAD, SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}},
+		{name: "verify a branch's tag", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyTag, SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}, wantErr: "verify.mode Tag and TagAndHEAD need ref.tag or ref.semver"},
+		{name: "unknown verify mode", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Verify = &v1.GitVerification{Mode: "Any", SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}, wantErr: "spec.source.verify.mode"},
 		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
 	}
 	for _, tt := range tests {

@@ -339,6 +339,8 @@ type CommitStatusSpec struct {
 }
 
 // GitSource is one path of one repository at one ref.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.mode) || self.verify.mode == 'HEAD' || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="verify.mode Tag and TagAndHEAD need ref.tag or ref.semver"
 type GitSource struct {
 	// URL of the repository: https://, http://, ssh://, git@host:org/repo or
 	// file://.
@@ -365,7 +367,45 @@ type GitSource struct {
 	// known_hosts (ssh); ca.crt (a CA bundle for https).
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Verify, when set, applies a revision only when its commit (mode
+	// HEAD), its annotated tag (Tag) or both (TagAndHEAD) carry a valid
+	// OpenPGP or SSH signature by a key of the named Secret. A revision that
+	// is unsigned, signed by another key or whose signature does not verify
+	// is Stalled VerificationFailed: nothing of it is applied or pruned.
+	// +optional
+	Verify *GitVerification `json:"verify,omitempty"`
 }
+
+// GitVerification names the keys a revision must be signed with.
+type GitVerification struct {
+	// Mode says what must be signed: HEAD the commit, Tag the annotated tag
+	// that ref.tag or ref.semver resolved to, TagAndHEAD both.
+	// +kubebuilder:validation:Enum=HEAD;Tag;TagAndHEAD
+	// +kubebuilder:default=HEAD
+	// +optional
+	Mode VerificationMode `json:"mode,omitempty"`
+
+	// SecretRef names a Secret in the GitSync's namespace holding the
+	// trusted keys: every data key ending ".asc" is one or more armored
+	// OpenPGP public keys; a key named "allowed_signers" is an OpenSSH
+	// allowed signers file (principals, options, key), and every key ending
+	// ".pub" is one or more SSH public keys in authorized_keys format (the
+	// key's comment names its signer).
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
+
+// VerificationMode says which Git objects must be signed.
+type VerificationMode string
+
+const (
+	// VerifyHEAD verifies the commit being applied.
+	VerifyHEAD VerificationMode = "HEAD"
+	// VerifyTag verifies the annotated tag being followed.
+	VerifyTag VerificationMode = "Tag"
+	// VerifyTagAndHEAD verifies both the tag and its commit.
+	VerifyTagAndHEAD VerificationMode = "TagAndHEAD"
+)
 
 // GitRef selects exactly one of a branch, a tag, a semver range of tags, or a
 // commit.
@@ -456,6 +496,13 @@ type GitSyncStatus struct {
 	// LastAppliedRevision is the revision last applied successfully.
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// LastAppliedSigner names who signed LastAppliedRevision when
+	// spec.source.verify is set: for each object verified, the key's kind
+	// and fingerprint and its identity (an OpenPGP user ID, an SSH
+	// principal), e.g. `commit: OpenPGP 1A2B… "Alice <alice@example.com>"`.
+	// +optional
+	LastAppliedSigner string `json:"lastAppliedSigner,omitempty"`
 
 	// LastAppliedTime is when LastAppliedRevision last changed. It is not
 	// rewritten while the revision stays the same, so a converged GitSync

@@ -46,6 +46,11 @@ const (
 	// ReasonDecryptionFailed: a SOPS-encrypted file could not be decrypted
 	// with the configured keys; the message names the file.
 	ReasonDecryptionFailed = "DecryptionFailed"
+	// ReasonVerificationFailed: spec.source.verify is set and the revision's
+	// commit or tag is unsigned, signed by a key the Secret does not trust,
+	// or its signature does not verify (the message names the revision and
+	// why); nothing of it was applied or pruned.
+	ReasonVerificationFailed = "VerificationFailed"
 	// ReasonSubstitutionFailed: a variable had no value and no default in
 	// strict mode, or a substituteFrom object could not be read.
 	ReasonSubstitutionFailed = "SubstitutionFailed"

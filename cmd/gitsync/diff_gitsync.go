@@ -22,6 +22,7 @@ import (
 	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/prepare"
 	sourcegit "gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/verify"
 )
 
 // gitSyncPreview is what `gitsync diff --gitsync` needs to see a sync as the
@@ -210,7 +211,37 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluste
 		}
 	}
 	src.Auth = auth
-	return o.renderSource(ctx, src)
+	check, err := p.verification(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	return o.renderSource(ctx, src, check)
+}
+
+// verification is the agent's spec.source.verify for p's GitSync, with the
+// keys of its Secret read with the user's own identity: a revision the
+// agent would refuse (unsigned, untrusted, tampered) is refused here the
+// same way, before it is checked out. Nil when nothing is verified.
+func (p *gitSyncPreview) verification(ctx context.Context, user *connectedCluster) (revisionCheck, error) {
+	spec := p.gs.Spec.Source.Verify
+	if spec == nil {
+		return nil, nil
+	}
+	policy := verify.Policy{Mode: spec.Mode, Origin: fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, spec.SecretRef.Name)}
+	secret := &corev1.Secret{}
+	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: spec.SecretRef.Name}, secret); err != nil {
+		return nil, fmt.Errorf("%s (spec.source.verify.secretRef) read failed: %w", policy.Origin, err)
+	}
+	sensitive.AddData(secret.Data)
+	policy.Keys = secret.Data
+	return func(ctx context.Context, f *sourcegit.Fetcher, src sourcegit.Source, rev sourcegit.Revision) error {
+		_, err := verify.NewVerifier(1).Verify(ctx, f, src, rev, policy)
+		var ve *verify.Error
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%w; GitSync/%s/%s verifies its source (spec.source.verify), so the agent refuses it too", err, p.gs.Namespace, p.gs.Name)
+		}
+		return err
+	}, nil
 }
 
 // secretAuth reads the GitSync's source credentials Secret as the agent

@@ -312,7 +312,7 @@ func (o *sourceOptions) renderRemote(ctx context.Context) (*renderedSource, erro
 		return nil, err
 	}
 	src.Auth = auth
-	return o.renderSource(ctx, src)
+	return o.renderSource(ctx, src, nil)
 }
 
 // ref is the revision the ref flags select; zero when none is given.
@@ -320,9 +320,14 @@ func (o *sourceOptions) ref() sourcegit.Ref {
 	return sourcegit.Ref{Branch: o.Branch, Tag: o.Tag, Semver: o.Semver, Commit: o.Commit}
 }
 
+// revisionCheck accepts or refuses a resolved revision before anything of
+// it is checked out (a GitSync's spec.source.verify).
+type revisionCheck func(ctx context.Context, f *sourcegit.Fetcher, src sourcegit.Source, rev sourcegit.Revision) error
+
 // renderSource fetches src into a temporary directory and renders its path;
-// a src without a ref follows the remote's default branch.
-func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source) (*renderedSource, error) {
+// a src without a ref follows the remote's default branch. check, when
+// set, must accept the revision first.
+func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source, check revisionCheck) (*renderedSource, error) {
 	tmp, err := os.MkdirTemp("", "gitsync-cli-")
 	if err != nil {
 		return nil, err
@@ -346,6 +351,11 @@ func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source) 
 	rev, err := f.Resolve(ctx, src)
 	if err != nil {
 		return nil, withCredentialsHint(err)
+	}
+	if check != nil {
+		if err := check(ctx, f, src, rev); err != nil {
+			return nil, err
+		}
 	}
 	checkout, err := f.Checkout(ctx, src, rev)
 	if err != nil {

@@ -55,9 +55,15 @@ func (r *Repo) Git(args ...string) string {
 // GitInput is Git with stdin as git's standard input (git fast-import).
 func (r *Repo) GitInput(stdin []byte, args ...string) string {
 	r.t.Helper()
+	return r.run(nil, stdin, args...)
+}
+
+// run is git with args, extra environment (a signer's) and stdin.
+func (r *Repo) run(env []string, stdin []byte, args ...string) string {
+	r.t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = r.Dir
-	cmd.Env = Env(r.Dir)
+	cmd.Env = append(Env(r.Dir), env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
