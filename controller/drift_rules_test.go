@@ -231,3 +231,87 @@ func eventNotes(evs []corev1.Event) []string {
 	}
 	return out
 }
+
+// annotatedConfigMap is configMap with gitsync.dev/apply: policy.
+func annotatedConfigMap(name, value, policy string) string {
+	return strings.Replace(configMap(name, value), "metadata:\n", "metadata:\n  annotations:\n    "+v1.AnnotationApply+": "+policy+"\n", 1)
+}
+
+// TestApplyPolicyAndPrune: a create-only object is created, never updated
+// and pruned when it leaves Git; a disabled one is never created or
+// updated, and is pruned only if gitsync applied it before (it carries the
+// owner labels); one someone else made survives leaving Git.
+func TestApplyPolicyAndPrune(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	ctx := context.Background()
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Data: map[string]string{"value": "theirs"}}
+	if err := c.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t)
+	r.commit(map[string]string{
+		"deploy/ours.yaml":   configMap("ours", "v1"),
+		"deploy/seed.yaml":   annotatedConfigMap("seed", "v1", v1.ApplyCreateOnly),
+		"deploy/theirs.yaml": annotatedConfigMap("theirs", "git", v1.ApplyDisabled),
+		"deploy/absent.yaml": annotatedConfigMap("absent", "git", v1.ApplyDisabled),
+	})
+	gs := newGitSync(ns, "app", r.url())
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	value := func(name string) (string, bool) {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+			return "", false
+		}
+		return cm.Data["value"], true
+	}
+	if _, ok := value("absent"); ok {
+		t.Error("a disabled object was created")
+	}
+	if v, _ := value("theirs"); v != "theirs" {
+		t.Errorf("theirs = %q, want left as it was", v)
+	}
+
+	// The create-only object is edited; the owned one is disabled and changed in Git.
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "seed"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["value"] = "edited"
+	if err := c.Update(ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	commit := r.commit(map[string]string{
+		"deploy/ours.yaml": annotatedConfigMap("ours", "v2", v1.ApplyDisabled),
+		"deploy/seed.yaml": annotatedConfigMap("seed", "v2", v1.ApplyCreateOnly),
+	})
+	request(t, c, key, "annotate")
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.HasSuffix(g.Status.LastAppliedRevision, commit)
+	})
+	if v, _ := value("seed"); v != "edited" {
+		t.Errorf("seed = %q, want the edit kept (create-only)", v)
+	}
+	if v, _ := value("ours"); v != "v1" {
+		t.Errorf("ours = %q, want v1 (disabled: not updated)", v)
+	}
+
+	// Everything leaves Git but one object: what gitsync applied is pruned, theirs survives.
+	commit = r.commit(map[string]string{"deploy/ours.yaml": "", "deploy/seed.yaml": "", "deploy/theirs.yaml": "", "deploy/absent.yaml": "",
+		"deploy/other.yaml": configMap("other", "v1")})
+	request(t, c, key, "remove")
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.HasSuffix(g.Status.LastAppliedRevision, commit)
+	})
+	for name, want := range map[string]bool{"ours": false, "seed": false, "theirs": true} {
+		if _, ok := value(name); ok != want {
+			t.Errorf("%s exists: %v, want %v", name, ok, want)
+		}
+	}
+}
