@@ -140,6 +140,7 @@ const maxDriftSubjects = 10
 // Detect from the sync's change set: True naming the objects (and their
 // fields) that differ from Git, False when none does. Without Detect the
 // condition goes; a sync that stopped before applying leaves it as it was.
+// The message is out.drift, masked by the sync's redactor.
 func setDrifted(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	if !out.detect {
 		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionDrifted)
@@ -150,8 +151,8 @@ func setDrifted(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	}
 	c := metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: v1.ReasonNoDrift,
 		Message: "every object matches Git", ObservedGeneration: gen}
-	if msg := driftMessage(out.changes.Drifted()); msg != "" {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1.ReasonDriftDetected, clip(msg)
+	if out.drift != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1.ReasonDriftDetected, clip(out.drift)
 	}
 	meta.SetStatusCondition(&s.Conditions, c)
 }

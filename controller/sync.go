@@ -42,9 +42,11 @@ type outcome struct {
 	// v1.ReasonWaitingForHealth (holdForDependencies holds with
 	// DependencyNotReady).
 	waitReason string
-	// detect is set for a GitSync in spec.drift.mode Detect: its
-	// changes' Drifted entries set the Drifted condition.
+	// detect is set for a GitSync in spec.drift.mode Detect; drift is
+	// then the Drifted condition's message (driftMessage of the changes'
+	// Drifted entries, masked like err), empty when nothing drifted.
 	detect bool
+	drift  string
 	err    error
 	// yielded is set when the sync stopped after fetching a revision that
 	// left its content alone, so GitSyncs whose content changed go first
@@ -128,6 +130,9 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hold)
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
+	if out.detect && res.Changes != nil {
+		out.drift = driftMessage(res.Changes.Drifted())
+	}
 	r.opts.Metrics.ObserveApply(res.Changes)
 	if res.Pruned != nil {
 		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
