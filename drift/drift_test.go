@@ -25,6 +25,10 @@ func TestParsePointer(t *testing.T) {
 		{in: "/metadata", wantErr: true},
 		{in: "/metadata/name", wantErr: true},
 		{in: "/kind", wantErr: true},
+		{in: "/metadata/labels", wantErr: true},
+		{in: "/metadata/labels/gitsync.dev~1name", wantErr: true},
+		{in: "/metadata/annotations/gitsync.dev~1apply", wantErr: true},
+		{in: "/metadata/labels/app", want: []string{"metadata", "labels", "app"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

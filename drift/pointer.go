@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
 )
 
 // AnyIndex in a pointer, in place of a list index, names every element of
@@ -39,6 +41,10 @@ func ParsePointer(s string) (Pointer, error) {
 	}
 	if len(tokens) == 2 && tokens[0] == "metadata" && (tokens[1] == "name" || tokens[1] == "namespace") {
 		return Pointer{}, fmt.Errorf("pointer %q names the object's identity, which cannot be left alone", s)
+	}
+	if len(tokens) >= 2 && tokens[0] == "metadata" && (tokens[1] == "labels" || tokens[1] == "annotations") &&
+		(len(tokens) == 2 || strings.HasPrefix(tokens[2], v1.Group+"/")) {
+		return Pointer{}, fmt.Errorf("pointer %q covers gitsync's own %s keys (owner labels, gitsync.dev/ annotations), which cannot be left alone; name the key", s, v1.Group)
 	}
 	return Pointer{text: s, tokens: tokens}, nil
 }
