@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/object"
 )
 
@@ -30,6 +31,10 @@ type Applier struct {
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
 	differ decider
+	// direct reads from the apiserver, for the one read a cache that holds
+	// only managed objects cannot answer: whether a create-only object
+	// exists unlabelled.
+	direct client.Reader
 }
 
 // New returns an Applier writing through cfg.
@@ -79,7 +84,17 @@ func New(cfg *rest.Config, live client.Reader, opts Options) (*Applier, error) {
 	if live == nil {
 		live = c
 	}
-	return &Applier{opts: opts, live: live, dyn: dyn, mapper: mapper, differ: differ}, nil
+	return &Applier{opts: opts, live: live, dyn: dyn, mapper: mapper, differ: differ, direct: c}, nil
+}
+
+// WithDrift returns an Applier like a that applies under rules (they
+// replace a's Options.Ignore) and, with detectOnly, reports objects that
+// differ from Git as Drifted instead of writing them. It shares a's
+// clients, mapper and in-sync memo; a is not changed.
+func (a *Applier) WithDrift(rules drift.Rules, detectOnly bool) *Applier {
+	c := *a
+	c.opts.Ignore, c.opts.DetectOnly = rules, detectOnly
+	return &c
 }
 
 // clientsFor returns the HTTP client and REST mapper of opts, building

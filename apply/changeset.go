@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/object"
 )
 
@@ -24,10 +25,16 @@ const (
 	Pruned     Action = "pruned"
 	Skipped    Action = "skipped"
 	Failed     Action = "failed"
+	// Ignored: the object is annotated gitsync.dev/apply: disabled, and
+	// was neither created nor updated (Entry.Reason says so).
+	Ignored Action = "ignored"
+	// Drifted: the object differs from Git (Entry.Fields names where) and
+	// was left as it is (Options.DetectOnly).
+	Drifted Action = "drifted"
 )
 
 // actionOrder fixes the order of actions in Summary.
-var actionOrder = []Action{Created, Configured, Unchanged, Pruned, Skipped, Failed}
+var actionOrder = []Action{Created, Configured, Unchanged, Drifted, Ignored, Pruned, Skipped, Failed}
 
 // Entry is the outcome for one object.
 type Entry struct {
@@ -49,7 +56,19 @@ type Entry struct {
 	// Recreated is true when an immutable-field change was applied by deleting
 	// and creating the object (a new UID).
 	Recreated bool
+	// Reason says why an object was not written although it is not in
+	// sync: its gitsync.dev/apply policy, or that it is missing (Drifted).
+	Reason string
+	// Fields names what differs from Git in a Drifted entry: JSON
+	// pointers, never values.
+	Fields []string
+	// Skips are the fields of Git that ignore rules left alone
+	// (Options.Ignore), so a diff can say why they are not shown.
+	Skips []drift.Skip
 }
+
+// Drifted returns the entries whose action is Drifted.
+func (cs *ChangeSet) Drifted() []Entry { return cs.withAction(Drifted) }
 
 // ChangeSet is the outcome of one Apply: one entry per object, in the order
 // the objects were given. An entry whose Action is empty was not reached:

@@ -12,6 +12,16 @@
 // the managers in Options.TakeOverManagers (kubectl's); Force takes all.
 // Immutable-field changes are *ImmutableError unless the object opts in to
 // recreation (v1.AnnotationRecreate) or Force is set. Apply never prunes.
+//
+// What is left alone is package drift's: fields under Options.Ignore are
+// sent so that server-side apply neither reverts nor resets them (each is
+// listed in Entry.Skips); an object annotated gitsync.dev/apply:
+// create-only is written only when absent (confirmed on the apiserver when
+// the live reader misses it), one annotated disabled never (Ignored, with
+// the live UID only when it carries this sync's owner labels). With
+// Options.DetectOnly (Applier.WithDrift) an object that differs from Git,
+// or is missing, is reported Drifted with the fields that differ and not
+// written.
 // An error about a Secret never holds a value: it is rebuilt from the
 // status's code, reason and causes' field paths, keeping its class
 // (redact.go).

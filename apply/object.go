@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/diff"
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/object"
 )
 
@@ -98,13 +99,31 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fres
 			return a.failPlan(e, "read", err)
 		}
 	}
+	policy, err := drift.PolicyOf(desired.GetAnnotations())
+	if err != nil {
+		e.Action, e.Err = Failed, fmt.Errorf("%s apply failed: %w", e.Subject, err)
+		return planned{}, e, nil
+	}
+	if policy == drift.Disabled {
+		return planned{live: live}, a.leftAlone(e, live), nil
+	}
 	if err := a.ownerConflict(e.Subject, live); err != nil {
 		e.Action, e.Err = Failed, err
 		return planned{}, e, nil
 	}
+	if policy == drift.CreateOnly {
+		if live, err = a.readCreateOnly(ctx, desired, live, fresh); err != nil {
+			return a.failPlan(e, "read", err)
+		}
+		if live != nil {
+			e.Action, e.UID, e.Reason = Unchanged, live.GetUID(), policy.Reason()
+			return planned{live: live}, e, nil
+		}
+	}
 	if len(a.opts.OwnerLabels) == 0 {
 		keepOwnerLabels(desired, live)
 	}
+	desired, e.Skips = a.opts.Ignore.Omit(desired, live, diff.AppliedFields(live, a.opts.FieldManager))
 	p := planned{desired: desired, live: live, mapping: mapping}
 	res, err := a.decide(ctx, desired, live)
 	if err != nil {
@@ -113,10 +132,59 @@ func (a *Applier) plan(ctx context.Context, obj *unstructured.Unstructured, fres
 	if a.opts.Diff {
 		e.Diff = res.Text
 	}
-	if res.Verdict == diff.InSync {
+	switch {
+	case res.Verdict == diff.InSync:
 		e.Action, e.UID = Unchanged, live.GetUID()
+	case a.opts.DetectOnly:
+		a.detected(&e, live, res)
 	}
 	return p, e, nil
+}
+
+// leftAlone is the entry of an object annotated gitsync.dev/apply:
+// disabled. It keeps the live UID (and so its place in the inventory, and
+// its prune when it leaves Git) only when live carries this sync's owner
+// labels: gitsync applied it before the annotation.
+func (a *Applier) leftAlone(e Entry, live *unstructured.Unstructured) Entry {
+	e.Action, e.Reason = Ignored, drift.Disabled.Reason()
+	if live != nil && len(a.opts.OwnerLabels) > 0 {
+		other, owned := object.OwnerOf(live.GetLabels())
+		me, _ := object.OwnerOf(a.opts.OwnerLabels)
+		if owned && other == me {
+			e.UID = live.GetUID()
+		}
+	}
+	return e
+}
+
+// readCreateOnly confirms that a create-only object the live reader does
+// not have is absent: a cache of managed objects misses one that exists
+// without owner labels, and creating it would overwrite it.
+func (a *Applier) readCreateOnly(ctx context.Context, desired, live *unstructured.Unstructured, fresh bool) (*unstructured.Unstructured, error) {
+	if live != nil || fresh || a.direct == nil || a.direct == a.live {
+		return live, nil
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(desired.GroupVersionKind())
+	err := a.direct.Get(ctx, client.ObjectKeyFromObject(desired), got)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// detected turns the entry of an object that differs from Git into a
+// Drifted one that is not written (Options.DetectOnly).
+func (a *Applier) detected(e *Entry, live *unstructured.Unstructured, res diff.Result) {
+	e.Action, e.Fields = Drifted, res.Fields
+	if live == nil {
+		e.Reason = "missing from the cluster"
+		return
+	}
+	e.UID = live.GetUID()
 }
 
 // failPlan fails the entry, or the whole run when err says the apiserver is unreachable.

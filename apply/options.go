@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -52,6 +53,14 @@ type Options struct {
 	DryRun bool
 	// Diff fills Entry.Diff with a masked unified diff for changed objects.
 	Diff bool
+	// Ignore are the sync's ignore rules (spec.drift.ignore): fields they
+	// name are never reverted nor shown as drift (package drift says how
+	// they are applied); Entry.Skips lists them.
+	Ignore drift.Rules
+	// DetectOnly reports objects that differ from Git as Drifted (with the
+	// fields that differ) instead of writing them, a missing object too:
+	// spec.drift.mode Detect between two revisions.
+	DetectOnly bool
 	// CRDTimeout bounds the wait for applied CRDs to become Established (and
 	// for their kinds to appear in discovery) before the next stage.
 	CRDTimeout time.Duration

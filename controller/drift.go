@@ -2,10 +2,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -14,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/livecache"
 )
 
@@ -125,4 +131,80 @@ func (w *waitSet) hasOwner(obj *unstructured.Unstructured) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.keys[key]
+}
+
+// maxDriftSubjects bounds the objects the Drifted condition names.
+const maxDriftSubjects = 10
+
+// setDrifted sets the Drifted condition of a GitSync in spec.drift.mode
+// Detect from the sync's change set: True naming the objects (and their
+// fields) that differ from Git, False when none does. Without Detect the
+// condition goes; a sync that stopped before applying leaves it as it was.
+// The message is out.drift, masked by the sync's redactor.
+func setDrifted(s *v1.GitSyncStatus, gen int64, out *outcome) {
+	if !out.detect {
+		meta.RemoveStatusCondition(&s.Conditions, v1.ConditionDrifted)
+		return
+	}
+	if out.changes == nil {
+		return
+	}
+	c := metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: v1.ReasonNoDrift,
+		Message: "every object matches Git", ObservedGeneration: gen}
+	if out.drift != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1.ReasonDriftDetected, clip(out.drift)
+	}
+	meta.SetStatusCondition(&s.Conditions, c)
+}
+
+// driftMessage names the drifted objects and where they differ, e.g.
+// "1 object differs from Git and is left as it is (spec.drift.mode Detect):
+// Deployment/prod/web (/spec/replicas)"; empty for none.
+func driftMessage(drifted []apply.Entry) string {
+	if len(drifted) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, min(len(drifted), maxDriftSubjects))
+	for i, e := range drifted {
+		if i == maxDriftSubjects {
+			parts = append(parts, fmt.Sprintf("and %d more", len(drifted)-maxDriftSubjects))
+			break
+		}
+		where := strings.Join(e.Fields, ", ")
+		if e.Reason != "" {
+			where = e.Reason
+		}
+		if where == "" {
+			where = "a dry-run of the apply was refused"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", e.Subject, where))
+	}
+	verb := "objects differ from Git and are"
+	if len(drifted) == 1 {
+		verb = "object differs from Git and is"
+	}
+	return fmt.Sprintf("%d %s left as they are (spec.drift.mode Detect): %s", len(drifted), verb, strings.Join(parts, "; "))
+}
+
+// driftedChanges is the change set whose Drifted entries the metric
+// follows: none outside Detect mode (the series go), nil when the sync
+// stopped before applying (they stay).
+func (o *outcome) driftedChanges() *apply.ChangeSet {
+	if !o.detect {
+		return &apply.ChangeSet{}
+	}
+	return o.changes
+}
+
+// emitDrift records a Warning Event when the Drifted condition turns True
+// or names other objects or fields, and a Normal one when it turns False.
+func (r *GitSyncReconciler) emitDrift(gs *v1.GitSync, before *metav1.Condition) {
+	after := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionDrifted)
+	switch {
+	case after == nil:
+	case after.Status == metav1.ConditionTrue && (before == nil || before.Status != after.Status || before.Message != after.Message):
+		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, v1.ReasonDriftDetected, "DetectDrift", "%s", after.Message)
+	case after.Status == metav1.ConditionFalse && before != nil && before.Status == metav1.ConditionTrue:
+		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, v1.ReasonNoDrift, "DetectDrift", "%s", after.Message)
+	}
 }

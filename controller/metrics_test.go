@@ -45,7 +45,7 @@ func (a *agent) series(t *testing.T, name string, key client.ObjectKey) map[stri
 				continue
 			}
 			var parts []string
-			for _, k := range []string{"type", "status", "reason", "revision"} {
+			for _, k := range []string{"type", "status", "reason", "revision", "object"} {
 				if v, ok := l[k]; ok {
 					parts = append(parts, k+"="+v)
 				}

@@ -124,7 +124,11 @@ func classifyRead(err error, reason string) error {
 // classification: conditions, Events, the log line and commit statuses are
 // made from it.
 func scrub(red *redact.Redactor, out *outcome) {
-	if out.err == nil || red.Len() == 0 {
+	if red.Len() == 0 {
+		return
+	}
+	out.drift = red.String(out.drift)
+	if out.err == nil {
 		return
 	}
 	masked := red.String(out.err.Error())

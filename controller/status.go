@@ -90,6 +90,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 	}
 	crashpoint.Hit(crashpoint.BeforeStatus)
 	before := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady).DeepCopy()
+	driftBefore := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionDrifted).DeepCopy()
 	prevApplied := gs.Status.LastAppliedRevision
 	err := r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) {
 		s.ObservedGeneration = gs.Generation
@@ -108,12 +109,15 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 		}
 		s.LastHandledRequestedAt = gs.Annotations[v1.AnnotationRequestedAt]
 		setConditions(s, gs.Generation, out)
+		setDrifted(s, gs.Generation, out)
 	})
 	if err != nil {
 		return err
 	}
 	r.opts.Metrics.SetRevision(client.ObjectKeyFromObject(gs), gs.Status.LastAppliedRevision)
+	r.opts.Metrics.SetDrifted(client.ObjectKeyFromObject(gs), out.driftedChanges())
 	r.emit(gs, before, prevApplied, out)
+	r.emitDrift(gs, driftBefore)
 	noteOutcome(ctx, gs, before, out)
 	return nil
 }

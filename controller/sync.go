@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +17,7 @@ import (
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/redact"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
@@ -43,7 +46,12 @@ type outcome struct {
 	// v1.ReasonWaitingForHealth (holdForDependencies holds with
 	// DependencyNotReady).
 	waitReason string
-	err        error
+	// detect is set for a GitSync in spec.drift.mode Detect; drift is
+	// then the Drifted condition's message (driftMessage of the changes'
+	// Drifted entries, masked like err), empty when nothing drifted.
+	detect bool
+	drift  string
+	err    error
 	// yielded is set when the sync stopped after fetching a revision that
 	// left its content alone, so GitSyncs whose content changed go first
 	// (yieldToChanged).
@@ -112,6 +120,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
+	if opts.Applier, out.err = driftApplier(gs, tgt, rev); out.err != nil {
+		return out
+	}
+	out.detect = prepare.DetectsDrift(gs)
 	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil {
 		out.err = err
 		return out
@@ -134,6 +146,9 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hr, hold)
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
+	if out.detect && res.Changes != nil {
+		out.drift = driftMessage(res.Changes.Drifted())
+	}
 	r.opts.Metrics.ObserveApply(res.Changes)
 	if res.Pruned != nil {
 		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
@@ -235,6 +250,27 @@ func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *cluster.Target) (
 	}
 	opts.PruneOptions = rails
 	return opts, err
+}
+
+// driftApplier is tgt's applier under gs's spec.drift: its ignore rules,
+// and detect-only unless rev is news. In spec.drift.mode Detect a new
+// revision, a changed spec or a sync that has not succeeded yet is applied
+// whole (Git's new content is the point of GitOps); only between them is
+// drift reported and left.
+func driftApplier(gs *v1.GitSync, tgt *cluster.Target, rev git.Revision) (*apply.Applier, error) {
+	rules, err := prepare.DriftRules(gs)
+	if err != nil {
+		return nil, stalled(v1.ReasonInvalidSpec, err)
+	}
+	return tgt.Applier.WithDrift(rules, prepare.DetectsDrift(gs) && settled(gs, rev)), nil
+}
+
+// settled reports whether rev and gs's spec are what the last sync applied
+// in full: Ready for this generation, and rev the last applied revision.
+func settled(gs *v1.GitSync, rev git.Revision) bool {
+	ready := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady)
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == gs.Generation &&
+		ready.Reason != v1.ReasonSuspended && gs.Status.LastAppliedRevision == rev.String()
 }
 
 // classifyRun sorts a failed engine run by the stage that failed.

@@ -48,6 +48,7 @@ func (d *Differ) Diff(ctx context.Context, desired, live *unstructured.Unstructu
 		}
 		return res, nil
 	}
+	res.Fields = changedFields(desired, merged, live, d.opts.FieldManager)
 	if d.opts.Text {
 		res.Text = Unified(id.String(), live, merged) + ownershipNote(merged, live, d.opts.FieldManager)
 	}

@@ -39,6 +39,10 @@ type Result struct {
 	// become after the apply, Secret values masked. Set only when
 	// Options.Text is true and the verdict is not InSync.
 	Text string
+	// Fields names what the apply would change, when the verdict is
+	// Drifted: JSON pointers of the fields whose values differ (never the
+	// values), or the fields whose ownership changes.
+	Fields []string
 	// Merged is what the live object would become: the dry-run result
 	// (Secret values masked), or nil when the verdict was decided locally.
 	Merged *unstructured.Unstructured

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/internal/crashpoint"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/object"
@@ -120,12 +121,16 @@ func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options,
 
 // pendingEntries are the entries recorded before the apply: every desired
 // object the stored inventory does not list yet, except those annotated
-// gitsync.dev/prune: disabled (never tracked) and those of unknown kinds
-// (Apply skips them).
+// gitsync.dev/prune: disabled (never tracked), those annotated
+// gitsync.dev/apply: disabled (never written; one gitsync applied before
+// is in stored already) and those of unknown kinds (Apply skips them).
 func pendingEntries(desired []*unstructured.Unstructured, ids []object.ID, stored *inventory.Inventory) []inventory.Entry {
 	var out []inventory.Entry
 	for i, obj := range desired {
 		if ids[i] == (object.ID{}) || stored.Has(ids[i]) || inventory.PruneDisabled(obj.GetAnnotations()) {
+			continue
+		}
+		if p, _ := drift.PolicyOf(obj.GetAnnotations()); p == drift.Disabled {
 			continue
 		}
 		out = append(out, inventory.Entry{ID: ids[i], Version: obj.GroupVersionKind().Version, Pending: true})

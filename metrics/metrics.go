@@ -29,6 +29,7 @@ type Metrics struct {
 	fetchErrors       *prometheus.CounterVec
 
 	commitStatusErrors *prometheus.CounterVec
+	drifted            *prometheus.GaugeVec
 
 	// lastRevision and lastConditions remember the label sets per GitSync so
 	// an old series is removed when its revision or condition changes, and
@@ -37,6 +38,7 @@ type Metrics struct {
 	lastRevision   map[types.NamespacedName]string
 	lastConditions map[types.NamespacedName]map[string]conditionLabels
 	fetchReasons   map[types.NamespacedName]map[string]bool
+	lastDrifted    map[types.NamespacedName]map[string]bool
 }
 
 // conditionLabels are the status and reason of one condition's series.
@@ -90,6 +92,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		lastRevision:   map[types.NamespacedName]string{},
 		lastConditions: map[types.NamespacedName]map[string]conditionLabels{},
 		fetchReasons:   map[types.NamespacedName]map[string]bool{},
+		lastDrifted:    map[types.NamespacedName]map[string]bool{},
+		drifted:        newDrifted(),
 
 		commitStatusErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gitsync_commit_status_errors_total",
@@ -97,7 +101,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"provider"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests,
-		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors, m.commitStatusErrors} {
+		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors, m.commitStatusErrors, m.drifted} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -120,9 +124,11 @@ func (m *Metrics) ObserveApply(cs *apply.ChangeSet) {
 		return
 	}
 	for _, e := range cs.Entries {
-		if e.Action != apply.Unchanged && e.Action != "" { // "": not reached (a held wave, a stopped run)
-			m.applied.WithLabelValues(string(e.Action), e.ID.Kind).Inc()
+		switch e.Action {
+		case apply.Unchanged, apply.Ignored, apply.Drifted, "": // not written; "": not reached (a held wave, a stopped run)
+			continue
 		}
+		m.applied.WithLabelValues(string(e.Action), e.ID.Kind).Inc()
 	}
 }
 
@@ -206,6 +212,7 @@ func (m *Metrics) Forget(key types.NamespacedName) {
 		m.fetchErrors.DeleteLabelValues(key.Namespace, key.Name, reason)
 	}
 	delete(m.fetchReasons, key)
+	m.forgetDrifted(key)
 	m.suspended.DeleteLabelValues(key.Namespace, key.Name)
 	m.managed.DeleteLabelValues(key.Namespace, key.Name)
 }

@@ -192,6 +192,13 @@ type GitSyncSpec struct {
 	// the reason. A failure to post never blocks syncing.
 	// +optional
 	CommitStatus *CommitStatusSpec `json:"commitStatus,omitempty"`
+
+	// Drift says what gitsync does about changes made to its objects out of
+	// band: fields it leaves alone (ignore rules, honoured by apply and diff)
+	// and whether drift is reverted (Correct, the default) or only reported
+	// (Detect). See docs/guides/drift.md.
+	// +optional
+	Drift *DriftSpec `json:"drift,omitempty"`
 }
 
 // HelmSpec says how to render a chart directory.

@@ -53,6 +53,18 @@ const (
 	// SubstituteDisabled is the AnnotationSubstitute value that turns
 	// substitution off for one object.
 	SubstituteDisabled = "disabled"
+	// AnnotationApply on an object in Git changes how it is applied:
+	// ApplyCreateOnly or ApplyDisabled.
+	AnnotationApply = "gitsync.dev/apply"
+	// ApplyCreateOnly is the AnnotationApply value that creates the object
+	// when it is absent and never updates it afterwards (it is still owned,
+	// recorded and pruned).
+	ApplyCreateOnly = "create-only"
+	// ApplyDisabled is the AnnotationApply value that leaves the object
+	// alone: gitsync neither creates nor updates it, and prunes or deletes
+	// it only if it carries the sync's owner labels (gitsync applied it
+	// before the annotation).
+	ApplyDisabled = "disabled"
 )
 
 // Keys on a GitSync.

@@ -13,6 +13,10 @@ const (
 	ConditionReady       = "Ready"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionDrifted is True while a GitSync in spec.drift.mode Detect
+	// has objects that differ from Git (the message names them and their
+	// fields); it is absent in Correct mode.
+	ConditionDrifted = "Drifted"
 
 	ReasonSucceeded         = "ReconciliationSucceeded"
 	ReasonProgressing       = "Progressing"
@@ -66,6 +70,11 @@ const (
 	// message names the rule and the error. Nothing is judged healthy by a
 	// broken rule.
 	ReasonHealthCheckInvalid = "HealthCheckInvalid"
+	// ReasonDriftDetected (the Drifted condition and a Warning Event):
+	// objects differ from Git and spec.drift.mode Detect leaves them.
+	ReasonDriftDetected = "DriftDetected"
+	// ReasonNoDrift: the Drifted condition is False, every object matches Git.
+	ReasonNoDrift = "NoDrift"
 	// ReasonWebhookRejected (a Warning Event): a push webhook for the
 	// GitSync's repository did not verify with its secret.
 	ReasonWebhookRejected = "WebhookRejected"

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
@@ -28,6 +29,8 @@ type applyOptions struct {
 	Prune  pruneFlags
 	// Prepare substitutes variables and decrypts SOPS files as a GitSync would.
 	Prepare prepareFlags
+	// Drift are the fields left alone (--ignore-field).
+	Drift driftFlags
 	// Name is the sync whose inventory records what was applied (and, with
 	// Prune, what may be pruned) and whose owner labels the objects get;
 	// empty means no inventory, and objects keep the owner labels they carry.
@@ -98,6 +101,7 @@ Exit status: 0 success, 1 some object failed (or the wait or prune failed),
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(exitError, err) })
 	o.Source.AddFlags(cmd.Flags())
 	o.Prepare.AddFlags(cmd.Flags())
+	o.Drift.AddFlags(cmd.Flags())
 	o.Prune.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync: stamps owner labels and records the inventory used by --prune.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Take fields owned by other managers and recreate objects whose immutable fields changed.")
@@ -134,6 +138,10 @@ func (o *applyOptions) Complete(args []string) error {
 // Run renders, applies, prunes and waits, printing one line per object and a
 // summary. The error carries the exit status.
 func (o *applyOptions) Run(ctx context.Context) error {
+	rules, err := o.Drift.rules()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
 	desired, err := o.Prepare.render(ctx, &o.Source)
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -142,6 +150,7 @@ func (o *applyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	desired.Ignore = rules
 	if o.DryRun {
 		return o.dryRun(ctx, tgt, desired)
 	}
@@ -152,7 +161,7 @@ func (o *applyOptions) Run(ctx context.Context) error {
 		bar.Done()
 		return withExitCode(exitError, err)
 	}
-	a, err := newApplier(tgt, o.Name, recorded, applierFlags{Force: o.Force, Progress: bar.Count, Desired: desired.Objects})
+	a, err := newApplier(tgt, o.Name, recorded, applierFlags{Force: o.Force, Progress: bar.Count, Desired: desired.Objects, Ignore: desired.Ignore})
 	if err != nil {
 		bar.Done()
 		return withExitCode(exitError, err)
@@ -255,6 +264,9 @@ func changeLine(p *printer, e apply.Entry) string {
 			line += ": " + entryReason(e)
 		}
 		return p.paint(colourRed, line)
+	}
+	if e.Reason != "" {
+		line += " (" + e.Reason + ")"
 	}
 	return line
 }
@@ -367,6 +379,8 @@ type applierFlags struct {
 	// Desired are the objects the applier will be given: their live state
 	// is read with one LIST per (kind, namespace) where that saves requests.
 	Desired []*unstructured.Unstructured
+	// Ignore are the fields left alone (--ignore-field).
+	Ignore drift.Rules
 }
 
 // newApplier builds the engine's Applier as the agent configures it: gitsync's
@@ -382,6 +396,7 @@ func newApplier(tgt *connectedCluster, name string, recorded *inventory.Inventor
 	opts.Diff = f.DryRun
 	opts.DefaultNamespace = tgt.Namespace
 	opts.Progress = f.Progress
+	opts.Ignore = f.Ignore
 	if name != "" {
 		opts.OwnerLabels = object.CLIOwner(tgt.Namespace, name).Labels()
 		opts.Recorded = recorded

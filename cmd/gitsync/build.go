@@ -177,7 +177,7 @@ func (o *buildOptions) gitSyncObjects(ctx context.Context) ([]*unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	a, err := p.applier(desired.Objects)
+	a, err := p.applier(desired.Objects, nil) // placing only: ignore rules need the live objects
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/inventory"
 )
 
@@ -22,6 +23,9 @@ type diffOptions struct {
 	Prune  pruneFlags
 	// Prepare substitutes variables and decrypts SOPS files as a GitSync would.
 	Prepare prepareFlags
+	// Drift are the fields left alone (--ignore-field; with --gitsync, added
+	// to its spec.drift.ignore).
+	Drift driftFlags
 	// Name selects the sync whose inventory previews prunes and whose owner
 	// labels the objects carry; empty means no prunes are shown and objects
 	// keep whatever owner labels they carry (as apply without --name does).
@@ -97,6 +101,7 @@ would fail).`,
 	o.Source.AddFlags(cmd.Flags())
 	o.Prepare.AddFlags(cmd.Flags())
 	o.Prune.AddFlags(cmd.Flags())
+	o.Drift.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Name, "name", "", "Name of the sync whose inventory (from \"gitsync apply --name\") previews prunes.")
 	cmd.Flags().StringVar(&o.GitSync, "gitsync", "", "Preview what the agent would do for the GitSync NAMESPACE/NAME: its path, targetNamespace, ServiceAccount and prunes; DIR is a checkout of its repository (default: its source at its spec).")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints a list of {subject, action, diff}.")
@@ -119,6 +124,9 @@ func (o *diffOptions) Complete(args []string) error {
 			return err
 		}
 	} else if err := o.Source.Complete(args); err != nil {
+		return err
+	}
+	if _, err := o.Drift.rules(); err != nil {
 		return err
 	}
 	o.Source.Rendering.useTarget(o.Name, &o.Target) // chart release defaults
@@ -167,6 +175,11 @@ func (o *diffOptions) runOnce(ctx context.Context, tgt *connectedCluster) error 
 
 // diff compares desired with the cluster and prints the result.
 func (o *diffOptions) diff(ctx context.Context, tgt *connectedCluster, desired *renderedSource) error {
+	rules, err := o.Drift.rules()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	desired.Ignore = rules
 	rep, err := computeDiff(ctx, tgt, desired, diffRequest{Name: o.Name, Force: o.Force, PreviewPrune: o.Name != "", Prune: o.Prune})
 	if err != nil {
 		return withExitCode(exitError, err)
@@ -199,6 +212,10 @@ const (
 	actionUnchanged = "unchanged"
 	actionKept      = "kept"
 	actionFailed    = "failed"
+	// actionIgnored: gitsync.dev/apply: disabled, never written.
+	actionIgnored = "ignored"
+	// actionDrifted: differs from Git, left by spec.drift.mode Detect.
+	actionDrifted = "drifted"
 )
 
 // Reasons shown under a configure that has no diff.
@@ -218,7 +235,18 @@ type diffEntry struct {
 	// Reason explains kept and failed entries (without the subject), and a
 	// configure without a diff.
 	Reason string `json:"reason,omitempty"`
-	err    error
+	// Skipped explains each field of Git an ignore rule left out of the
+	// diff, e.g. "/spec/replicas: left alone by spec.drift.ignore[0]
+	// (left to its owner; Git's value differs)".
+	Skipped []string `json:"skipped,omitempty"`
+	err     error
+}
+
+// explains reports whether e says why a difference is not shown: an object
+// left alone by its annotation, or a field of Git an ignore rule skipped
+// whose value differs. Such entries are listed without --verbose.
+func (e diffEntry) explains() bool {
+	return e.Action == actionIgnored || (e.Action == actionUnchanged && e.Reason != "") || len(e.Skipped) > 0
 }
 
 // diffReport is what a diff found.
@@ -233,7 +261,7 @@ type diffReport struct {
 func (r *diffReport) Differs() bool {
 	for _, e := range r.Entries {
 		switch e.Action {
-		case actionCreate, actionConfigure, actionPrune:
+		case actionCreate, actionConfigure, actionPrune, actionDrifted:
 			return true
 		}
 	}
@@ -274,7 +302,7 @@ func computeDiff(ctx context.Context, tgt *connectedCluster, desired *renderedSo
 	if err != nil {
 		return nil, err
 	}
-	a, err := newApplier(tgt, req.Name, recorded, applierFlags{DryRun: true, Force: req.Force, Desired: desired.Objects})
+	a, err := newApplier(tgt, req.Name, recorded, applierFlags{DryRun: true, Force: req.Force, Desired: desired.Objects, Ignore: desired.Ignore})
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +325,7 @@ func computeDiff(ctx context.Context, tgt *connectedCluster, desired *renderedSo
 
 // diffEntryOf turns a dry-run change set entry into a diff entry.
 func diffEntryOf(e apply.Entry) diffEntry {
-	d := diffEntry{Subject: e.Subject, Diff: e.Diff, err: e.Err}
+	d := diffEntry{Subject: e.Subject, Diff: e.Diff, err: e.Err, Skipped: skipNotes(e.Skips)}
 	switch e.Action {
 	case apply.Created:
 		d.Action = actionCreate
@@ -310,7 +338,14 @@ func diffEntryOf(e apply.Entry) diffEntry {
 			d.Reason = noDiffReason
 		}
 	case apply.Unchanged:
-		d.Action = actionUnchanged
+		d.Action, d.Reason = actionUnchanged, e.Reason
+	case apply.Ignored:
+		d.Action, d.Reason = actionIgnored, e.Reason
+	case apply.Drifted:
+		d.Action, d.Reason = actionDrifted, strings.Join(e.Fields, ", ")
+		if e.Reason != "" {
+			d.Reason = e.Reason
+		}
 	default: // failed (the server refused the dry run), or skipped (kind not served, CRD failed)
 		d.Action = actionFailed
 		if e.Err == nil {
@@ -319,6 +354,19 @@ func diffEntryOf(e apply.Entry) diffEntry {
 		d.Reason = strings.TrimPrefix(d.err.Error(), e.Subject+" ")
 	}
 	return d
+}
+
+// skipNotes explains the skipped fields whose Git value differs from the
+// live one (the others would show nothing anyway), or, for an object being
+// created, every skipped field (its Git value is set).
+func skipNotes(skips []drift.Skip) []string {
+	var out []string
+	for _, s := range skips {
+		if s.Differs {
+			out = append(out, s.String())
+		}
+	}
+	return out
 }
 
 // previewPrune adds to the report, without deleting, the prune an apply with
@@ -370,7 +418,7 @@ func desiredInventory(cs *apply.ChangeSet) *inventory.Inventory {
 func (o *diffOptions) print(rep *diffReport) error {
 	shown := make([]diffEntry, 0, len(rep.Entries))
 	for _, e := range rep.Entries {
-		if (e.Action == actionUnchanged || e.Action == actionKept) && !o.Verbose {
+		if (e.Action == actionUnchanged || e.Action == actionKept) && !o.Verbose && !e.explains() {
 			continue
 		}
 		shown = append(shown, e)
@@ -402,7 +450,15 @@ func printDiffEntry(p *printer, e diffEntry, verbose bool) {
 	case actionPrune:
 		p.Printf("%s\n", p.paint(colourRed, "- "+e.Subject+" (prune)"))
 	case actionUnchanged:
-		p.Printf("  %s (unchanged)\n", e.Subject)
+		if e.Reason != "" {
+			p.Printf("  %s (unchanged: %s)\n", e.Subject, e.Reason)
+		} else {
+			p.Printf("  %s (unchanged)\n", e.Subject)
+		}
+	case actionIgnored:
+		p.Printf("  %s (ignored: %s)\n", e.Subject, e.Reason)
+	case actionDrifted:
+		p.Printf("%s\n", p.paint(colourYellow, "~ "+e.Subject+" (drifted, left: "+e.Reason+")"))
 	case actionKept:
 		p.Printf("  %s (kept: %s)\n", e.Subject, e.Reason)
 	case actionFailed:
@@ -411,6 +467,9 @@ func printDiffEntry(p *printer, e diffEntry, verbose bool) {
 			reason = "failed"
 		}
 		p.Printf("%s\n", p.paint(colourRed, "! "+e.Subject+" ("+reason+")"))
+	}
+	for _, s := range e.Skipped {
+		p.Printf("    # %s\n", s)
 	}
 }
 
@@ -423,7 +482,7 @@ func diffSummary(rep *diffReport) string {
 	var parts []string
 	for _, a := range []struct{ action, word string }{
 		{actionCreate, "to create"}, {actionConfigure, "to configure"}, {actionPrune, "to prune"},
-		{actionUnchanged, "unchanged"}, {actionKept, "kept"}, {actionFailed, "failed"},
+		{actionUnchanged, "unchanged"}, {actionKept, "kept"}, {actionIgnored, "ignored"}, {actionDrifted, "drifted"}, {actionFailed, "failed"},
 	} {
 		if counts[a.action] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[a.action], a.word))

@@ -18,6 +18,7 @@ import (
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/controller"
+	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/prepare"
@@ -159,6 +160,9 @@ func (p *gitSyncPreview) desired(ctx context.Context, user *connectedCluster, sr
 	if desired.Objects, err = prep.prepare(desired.Objects, desired.SOPS); err != nil {
 		return nil, err
 	}
+	if desired.Ignore, err = prepare.DriftRules(p.gs); err != nil {
+		return nil, fmt.Errorf("GitSync/%s/%s: %w", p.gs.Namespace, p.gs.Name, err)
+	}
 	return desired, nil
 }
 
@@ -264,7 +268,7 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster)
 // prunes its status inventory would make through the agent's rails.
 func (p *gitSyncPreview) diff(ctx context.Context, desired *renderedSource) (*diffReport, error) {
 	gs := p.gs
-	a, err := p.applier(desired.Objects)
+	a, err := p.applier(desired.Objects, desired.Ignore)
 	if err != nil {
 		return nil, err
 	}
@@ -296,9 +300,10 @@ func (p *gitSyncPreview) diff(ctx context.Context, desired *renderedSource) (*di
 // applier is the agent's applier for p's GitSync as a dry run: its owner
 // labels, force, default namespace and identity; desired are the objects it
 // will be given (their live state is listed where that saves requests).
-func (p *gitSyncPreview) applier(desired []*unstructured.Unstructured) (*apply.Applier, error) {
+func (p *gitSyncPreview) applier(desired []*unstructured.Unstructured, ignore drift.Rules) (*apply.Applier, error) {
 	gs := p.gs
 	opts := apply.DefaultOptions()
+	opts.Ignore = ignore
 	opts.DryRun, opts.Diff = true, true
 	opts.Force = gs.Spec.Force
 	opts.DefaultNamespace = p.as.Namespace
@@ -335,6 +340,11 @@ func (o *diffOptions) runGitSync(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	extra, err := o.Drift.rules()
+	if err != nil {
+		return withExitCode(exitError, err)
+	}
+	desired.Ignore = append(desired.Ignore, extra...)
 	rep, err := p.diff(ctx, desired)
 	if err != nil {
 		return withExitCode(exitError, err)

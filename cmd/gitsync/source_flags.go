@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/drift"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/oci"
 	sourcerender "gitsync.dev/gitsync/source/render"
@@ -204,6 +205,9 @@ type renderedSource struct {
 	Revision string
 	// SOPS finds the SOPS files the render read.
 	SOPS sops.Files
+	// Ignore are the fields left alone: --ignore-field, or the GitSync's
+	// spec.drift.ignore.
+	Ignore drift.Rules
 }
 
 // Render reads the source and renders it with the engine's renderer.
