@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
 )
 
@@ -98,6 +99,7 @@ type Tokens struct {
 	tokens        map[string]*cached
 	installations map[string]string
 	clients       map[string]*http.Client
+	lookups       singleflight.Group
 }
 
 type cached struct {
@@ -140,16 +142,24 @@ func (t *Tokens) Token(ctx context.Context, app App, repo string) (Token, error)
 	}
 	sign := func() (string, error) { return signJWT(key, app.ID, t.opts.Clock.Now()) }
 	if id == "" {
-		jwt, err := sign()
+		// Callers looking up the same installation at once share one request.
+		v, err, _ := t.lookups.Do(lookup, func() (any, error) {
+			jwt, err := sign()
+			if err != nil {
+				return "", &Error{App: app.ID, Op: opKey, Message: err.Error()}
+			}
+			id, err := t.installation(ctx, c, app, repo, jwt)
+			if err == nil {
+				t.mu.Lock()
+				t.installations[lookup] = id
+				t.mu.Unlock()
+			}
+			return id, err
+		})
 		if err != nil {
-			return Token{}, &Error{App: app.ID, Op: opKey, Message: err.Error()}
-		}
-		if id, err = t.installation(ctx, c, app, repo, jwt); err != nil {
 			return Token{}, err
 		}
-		t.mu.Lock()
-		t.installations[lookup] = id
-		t.mu.Unlock()
+		id = v.(string)
 	}
 	tok, err := t.mint(ctx, c, app, id, sign)
 	var e *Error
