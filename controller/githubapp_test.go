@@ -24,7 +24,9 @@ import (
 // (id and private key, no installation id) converge against a Git server
 // that lets in only x-access-token with the token a stand-in GitHub API
 // minted after checking the app's JWT. The installation is looked up for
-// team/app once and one token serves both GitSyncs (two Secrets, one app).
+// team/app once and one token serves both GitSyncs (two Secrets, one app)
+// and a's commit statuses (spec.commitStatus, provider github, the same
+// Secret).
 // A Secret with another private key leaves its GitSync Stalled
 // (AuthenticationFailed) with GitHub's 401 message and no key material or
 // token in its status (the app id is masked too: every value of a named
@@ -33,7 +35,8 @@ import (
 // Checked: with sourceAuth not minting the token (returning after
 // AuthFromSecret), both good GitSyncs fail waiting for Ready (the server
 // asks for credentials); with classifyGitHubApp answering retry, the wrong
-// key's subtest fails waiting for Stalled.
+// key's subtest fails waiting for Stalled; with postCommit ignoring the
+// app, no status is posted (the stand-in refuses the Secret's empty token).
 func TestGitHubAppSource(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
@@ -56,6 +59,9 @@ func TestGitHubAppSource(t *testing.T) {
 		gs := newGitSync(ns, name, srv.URL+"/team/app.git", func(g *v1.GitSync) {
 			g.Spec.Source.Path = g.Name
 			g.Spec.Source.SecretRef = &v1.LocalObjectReference{Name: g.Name + "-app"}
+			if g.Name == "a" { // statuses with the app's token too
+				g.Spec.CommitStatus = &v1.CommitStatusSpec{Provider: "github", SecretRef: v1.LocalObjectReference{Name: "a-app"}, Address: gh.URL}
+			}
 		})
 		if err := c.Create(context.Background(), gs); err != nil {
 			t.Fatal(err)
@@ -69,8 +75,9 @@ func TestGitHubAppSource(t *testing.T) {
 			t.Fatalf("ConfigMap %s: %v", name, err)
 		}
 	}
+	eventually(t, "a commit status posted with the app's token", func(context.Context) (bool, error) { return gh.Statuses() > 0, nil })
 	if gh.Mints() != 1 || gh.Lookups() != 1 {
-		t.Errorf("stand-in minted %d tokens after %d lookups; want one token shared by both GitSyncs", gh.Mints(), gh.Lookups())
+		t.Errorf("stand-in minted %d tokens after %d lookups; want one token shared by both GitSyncs and the statuses", gh.Mints(), gh.Lookups())
 	}
 
 	t.Run("wrong key", func(t *testing.T) {

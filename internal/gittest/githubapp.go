@@ -34,8 +34,8 @@ type GitHubApp struct {
 	srv  *httptest.Server
 	opts GitHubAppOptions
 	mu   sync.Mutex
-	mints, lookups int
-	last           string
+	mints, lookups, statuses int
+	last                     string
 }
 
 // GitHubAppOptions shape a stand-in.
@@ -109,6 +109,21 @@ func NewGitHubApp(t testing.TB, o GitHubAppOptions) *GitHubApp {
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(map[string]any{"token": tok, "expires_at": o.Now().Add(o.TokenTTL).UTC().Format(time.RFC3339)})
 	})
+	// Commit statuses, as GitHub takes them: only with the last token minted.
+	mux.HandleFunc("POST /repos/{owner}/{repo}/statuses/{sha}", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		ok := a.last != "" && r.Header.Get("Authorization") == "Bearer "+a.last
+		if ok {
+			a.statuses++
+		}
+		a.mu.Unlock()
+		if !ok {
+			apiError(w, http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"id":1}`)
+	})
 	a.srv = httptest.NewServer(mux)
 	a.URL = a.srv.URL
 	t.Cleanup(a.srv.Close)
@@ -127,6 +142,13 @@ func (a *GitHubApp) Lookups() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lookups
+}
+
+// Statuses is how many commit statuses were posted with the last token.
+func (a *GitHubApp) Statuses() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.statuses
 }
 
 func (a *GitHubApp) Token() string {
