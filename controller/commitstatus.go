@@ -14,8 +14,8 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/commitstatus"
-	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/tenant"
 )
 

@@ -31,9 +31,9 @@ type GitHubApp struct {
 	ID, InstallationID string
 	KeyPEM             []byte
 
-	srv  *httptest.Server
-	opts GitHubAppOptions
-	mu   sync.Mutex
+	srv                      *httptest.Server
+	opts                     GitHubAppOptions
+	mu                       sync.Mutex
 	mints, lookups, statuses int
 	last                     string
 }
