@@ -15,6 +15,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/commitstatus"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -133,18 +134,40 @@ func (r *GitSyncReconciler) postCommit(ctx context.Context, rep commitstatus.Rep
 		}
 		defer hc.CloseIdleConnections()
 	}
+	creds := commitstatus.Credentials{Token: strings.TrimSpace(string(secret.Data["token"])),
+		Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}
+	if app, ok := githubapp.FromSecret(secret.Data); ok && rep.To.Provider == "github" {
+		if creds.Token, err = r.appToken(ctx, app, rep.To, secret.Data["ca.crt"]); err != nil {
+			return fmt.Errorf("spec.commitStatus with Secret/%s/%s: %w", key.Namespace, key.Name, err)
+		}
+	}
 	p, err := commitstatus.New(commitstatus.Options{
-		Provider: rep.To.Provider,
-		RepoURL:  rep.To.RepoURL,
-		Address:  rep.To.Address,
-		Credentials: commitstatus.Credentials{Token: strings.TrimSpace(string(secret.Data["token"])),
-			Username: string(secret.Data["username"]), Password: string(secret.Data["password"])},
-		Client: hc,
+		Provider:    rep.To.Provider,
+		RepoURL:     rep.To.RepoURL,
+		Address:     rep.To.Address,
+		Credentials: creds,
+		Client:      hc,
 	})
 	if err != nil {
 		return fmt.Errorf("spec.commitStatus with Secret/%s/%s: %w", key.Namespace, key.Name, err)
 	}
 	return p.Post(ctx, rep.Status)
+}
+
+// appToken is the installation token of the GitHub App in a commit status
+// Secret, for the repository the statuses go to; the app's API is
+// spec.commitStatus.address when the Secret names none.
+func (r *GitSyncReconciler) appToken(ctx context.Context, app *githubapp.App, to commitstatus.Destination, ca []byte) (string, error) {
+	repo, err := commitstatus.ParseRepository(to.RepoURL)
+	if err != nil {
+		return "", err
+	}
+	if app.BaseURL == "" {
+		app.BaseURL = to.Address
+	}
+	app.CAData = ca
+	tok, err := r.githubApps().Token(ctx, *app, repo.Path)
+	return tok.Value, err
 }
 
 // commitPostFailed logs and counts a failed post, and records a Warning

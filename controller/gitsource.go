@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/commitstatus"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/source/verify"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -37,11 +39,12 @@ func (r *GitSyncReconciler) sourceOf(ctx context.Context, gs *v1.GitSync, view *
 		return src, stalled(v1.ReasonInvalidSpec, fmt.Errorf("source url %s is a path on the agent's disk; "+
 			"local sources are refused unless gitsync run is started with --allow-local-sources", git.RedactURL(spec.URL)))
 	}
-	return src, sourceAuth(ctx, gs, view, &src)
+	return src, r.sourceAuth(ctx, gs, view, &src)
 }
 
-// sourceAuth reads spec.source.secretRef into src.Auth.
-func sourceAuth(ctx context.Context, gs *v1.GitSync, view *tenant.View, src *git.Source) error {
+// sourceAuth reads spec.source.secretRef into src.Auth; a GitHub App there
+// becomes its installation token, told to the sync's redactor.
+func (r *GitSyncReconciler) sourceAuth(ctx context.Context, gs *v1.GitSync, view *tenant.View, src *git.Source) error {
 	spec := gs.Spec.Source
 	if spec.SecretRef == nil {
 		return nil
@@ -54,7 +57,42 @@ func sourceAuth(ctx context.Context, gs *v1.GitSync, view *tenant.View, src *git
 	// The keys read are git.SecretKey*; the Secret's name and key names
 	// let a refusal say which keys it has instead.
 	src.Auth = git.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", key.Namespace, key.Name), secret.Data)
-	return nil
+	if src.Auth.GitHubApp == nil {
+		return nil
+	}
+	tok, err := src.Auth.UseGitHubApp(ctx, r.githubApps(), src.URL)
+	view.Redact(tok)
+	return classifyGitHubApp(err, key)
+}
+
+// classifyGitHubApp sorts a failure to get a GitHub App token: what GitHub
+// refused (a wrong key, an app not installed on the repository) waits for
+// the Secret or the installation to change; no answer is retried.
+func classifyGitHubApp(err error, key client.ObjectKey) error {
+	var ae *githubapp.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, git.ErrInvalidSource):
+		return stalled(v1.ReasonInvalidSpec, err)
+	case errors.As(err, &ae) && ae.Permanent():
+		return stalled(v1.ReasonAuthenticationFailed, fmt.Errorf("Secret/%s/%s: %w", key.Namespace, key.Name, err))
+	}
+	return retry(v1.ReasonFetchFailed, fmt.Errorf("Secret/%s/%s: %w", key.Namespace, key.Name, err))
+}
+
+// githubApps is the one cache of GitHub App tokens (source and commit
+// status Secrets alike): GitSyncs naming the same app share its tokens.
+// Its requests dial through the agent's egress policy and follow no
+// redirect.
+func (r *GitSyncReconciler) githubApps() *githubapp.Tokens {
+	r.appTokensOnce.Do(func() {
+		r.appTokens, _ = githubapp.New(githubapp.Options{
+			Client: commitstatus.NewHTTPClient(r.opts.Egress.DialContext, 0),
+			Clock:  r.clock,
+		})
+	})
+	return r.appTokens
 }
 
 // verified checks rev against spec.source.verify with the keys of its

@@ -30,6 +30,7 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
+	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/source/remote"
 	"gitsync.dev/gitsync/source/verify"
 	"gitsync.dev/gitsync/tenant"
@@ -64,6 +65,8 @@ type GitSyncReconciler struct {
 	commits        *commitstatus.Queue
 	commitHTTPOnce sync.Once
 	commitHTTP     *http.Client // every commit status post's
+	appTokensOnce  sync.Once
+	appTokens      *githubapp.Tokens // GitHub App tokens, shared by every GitSync
 
 	mu     sync.Mutex
 	runCtx context.Context

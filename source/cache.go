@@ -203,10 +203,11 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	if err != nil {
 		return nil, err
 	}
-	ck, err := f.ContentKey(src, rev.Commit)
+	in, err := f.Inputs(src, rev.Commit)
 	if err != nil {
 		return nil, err
 	}
+	ck := in.Key
 	path := src.CleanPath()
 	rkey := renderKey(rev.URL, ck, pathKey(path, s), s)
 	c.mu.Lock()
@@ -222,11 +223,9 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 		}
 	}
 	if !hit {
-		only := "."
-		if strings.HasPrefix(ck, "tree:") {
-			only = path // self-contained: its files are all the render reads
-		}
-		if r, err = c.render(ctx, src, rev, path, only, s); err != nil {
+		// Only what the render reads: the path, or the path and the bases
+		// its kustomizations name, or everything.
+		if r, err = c.render(ctx, src, rev, path, in.Dirs, s); err != nil {
 			return nil, err
 		}
 		// A render that cannot be packed (it always can: it came from
@@ -243,8 +242,8 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck, packed: p}, nil
 }
 
-func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path, only string, s render.Settings) (*render.Rendered, error) {
-	dir, err := c.opts.Fetcher.CheckoutTree(ctx, src, rev, only)
+func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path string, dirs []string, s render.Settings) (*render.Rendered, error) {
+	dir, err := c.opts.Fetcher.CheckoutTrees(ctx, src, rev, dirs)
 	if err != nil {
 		return nil, err
 	}

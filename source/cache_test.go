@@ -126,11 +126,12 @@ func TestCacheReusesRenderWhenPathUntouched(t *testing.T) {
 		want  []string
 	}{
 		{"first Get renders all", nil, []string{"apps/web", "linked", "overlay"}},
-		// overlay has a kustomization and linked has a symlink: either may read
-		// anything in the repository, so they are keyed by the root tree and
-		// any commit re-renders them; plain apps/web is keyed by its own tree.
-		{"docs change renders only root-keyed paths", map[string]string{"docs/README.md": "changed\n"}, []string{"linked", "overlay"}},
-		{"web change", map[string]string{"apps/web/cm.yaml": "web: 2\n"}, []string{"apps/web", "linked", "overlay"}},
+		// linked has a symlink, which may read anything in the repository, so
+		// it is keyed by the root tree and any commit re-renders it; overlay's
+		// kustomization names ../base, so it is keyed by overlay's and base's
+		// trees; plain apps/web is keyed by its own tree.
+		{"docs change renders only root-keyed paths", map[string]string{"docs/README.md": "changed\n"}, []string{"linked"}},
+		{"web change", map[string]string{"apps/web/cm.yaml": "web: 2\n"}, []string{"apps/web", "linked"}},
 		{"base change re-renders dependents", map[string]string{"base/cm.yaml": "base: 2\n"}, []string{"linked", "overlay"}},
 		{"empty commit renders nothing", map[string]string{}, nil},
 	}
@@ -327,8 +328,8 @@ func TestLRUBounds(t *testing.T) {
 func runtimeYield() { runtime.Gosched() }
 
 // TestCacheChecksOutOnlyWhatTheRenderReads: a self-contained path (no
-// kustomization, no symlink) is checked out alone; a kustomization, which
-// may reach anywhere in the repository, gets the whole tree.
+// kustomization, no symlink) is checked out alone; a kustomization gets
+// its own directory and the bases it names, nothing else.
 func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
 	root := t.TempDir()
 	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
@@ -361,7 +362,7 @@ func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
 	}
 	want := map[string][]string{
 		"apps/web": {"apps/web/cm.yaml"},
-		"overlay":  {"apps/web/cm.yaml", "docs/README.md", "base/cm.yaml"},
+		"overlay":  {"base/cm.yaml"},
 	}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("files present at render (-want +got):\n%s", diff)

@@ -133,6 +133,20 @@ func (v *View) Secret(ctx context.Context, ref Ref) (*corev1.Secret, error) {
 	return s, nil
 }
 
+// Redact tells the view's redactor values born from what it read (a token
+// minted with a Secret's key), so they are masked like the Secret's own.
+// Empty values are ignored.
+func (v *View) Redact(values ...string) {
+	if v.red == nil {
+		return
+	}
+	for _, val := range values {
+		if val != "" {
+			v.red.Add(val)
+		}
+	}
+}
+
 // ConfigMap returns the ConfigMap ref names, as Secret does.
 func (v *View) ConfigMap(ctx context.Context, ref Ref) (*corev1.ConfigMap, error) {
 	ref.Kind = KindConfigMap

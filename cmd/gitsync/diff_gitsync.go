@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,12 +19,14 @@ import (
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
+	"gitsync.dev/gitsync/commitstatus"
 	"gitsync.dev/gitsync/controller"
 	"gitsync.dev/gitsync/drift"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/prepare"
 	sourcegit "gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/source/verify"
 )
 
@@ -210,7 +214,7 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluste
 		return nil, err
 	}
 	if auth == nil && spec.SecretRef != nil && o.URL == "" {
-		if auth, err = p.secretAuth(ctx, user); err != nil {
+		if auth, err = p.secretAuth(ctx, user, src.URL); err != nil {
 			return nil, err
 		}
 	}
@@ -249,8 +253,9 @@ func (p *gitSyncPreview) verification(ctx context.Context, user *connectedCluste
 }
 
 // secretAuth reads the GitSync's source credentials Secret as the agent
-// does (sourcegit.AuthFromSecret). Its values never appear in an error.
-func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster) (*sourcegit.Auth, error) {
+// does (sourcegit.AuthFromSecret); a GitHub App there becomes its
+// installation token for url. Its values never appear in an error.
+func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster, url string) (*sourcegit.Auth, error) {
 	ref := p.gs.Spec.Source.SecretRef
 	secret := &corev1.Secret{}
 	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: ref.Name}, secret); err != nil {
@@ -260,8 +265,24 @@ func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster)
 	sensitive.AddData(secret.Data) // never printed, whatever echoes it
 	// The agent's reading of the keys, so a Secret with none it knows
 	// fails here as it fails there: CredentialsUnrecognized, naming them.
-	return sourcegit.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data), nil
+	auth := sourcegit.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data)
+	if auth.GitHubApp != nil {
+		tok, err := auth.UseGitHubApp(ctx, githubAppTokens(), url)
+		sensitive.Add(tok)
+		if err != nil {
+			return nil, fmt.Errorf("Secret/%s/%s (spec.source.secretRef): %w", p.gs.Namespace, ref.Name, err)
+		}
+	}
+	return auth, nil
 }
+
+// githubAppTokens mints the GitHub App tokens of one CLI run: like the
+// agent's, its client follows no redirect (which would carry the JWT
+// elsewhere); unlike it, it dials freely, as the CLI's Git traffic does.
+var githubAppTokens = sync.OnceValue(func() *githubapp.Tokens {
+	t, _ := githubapp.New(githubapp.Options{Client: commitstatus.NewHTTPClient((&net.Dialer{}).DialContext, 0)})
+	return t
+})
 
 // diff is computeDiff for p's GitSync: the agent's applier settings (its
 // owner labels, force, default namespace and identity) as a dry run, and the

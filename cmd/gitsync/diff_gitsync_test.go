@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -204,5 +205,42 @@ func TestDiffGitSyncReadsSecretAsTheAgent(t *testing.T) {
 	}
 	if strings.Contains(r.stdout+r.stderr, password) {
 		t.Errorf("output leaks the password:\n%s", r)
+	}
+}
+
+// TestDiffGitSyncGitHubApp: a GitSync whose source Secret holds a GitHub
+// App previews like the agent syncs it: the CLI mints the installation
+// token (the stand-in API checks the app's JWT and looks the installation
+// up for team/app) and fetches with it from a server that takes nothing
+// else. Neither the key nor the token is printed.
+//
+// Checked: with secretAuth not minting, the preview fails (exit 2, the
+// server refuses the Secret's credentials).
+func TestDiffGitSyncGitHubApp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	root := t.TempDir()
+	gittest.NewRepo(t, filepath.Join(root, "team", "app.git")).Commit("a", map[string]string{"a.yaml": configMap("a", "k", "v")})
+	srv := gittest.New(t, root, gittest.Options{User: "x-access-token", Password: "none minted yet"})
+	gh := gittest.NewGitHubApp(t, gittest.GitHubAppOptions{Repos: []string{"team/app"}, OnToken: srv.SetPassword})
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Data: gh.Secret(false)}); err != nil {
+		t.Fatal(err)
+	}
+	gs := &gitsyncv1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: gitsyncv1.GitSyncSpec{Source: gitsyncv1.GitSource{URL: srv.URL + "/team/app.git", Ref: gitsyncv1.GitRef{Branch: "main"},
+			SecretRef: &gitsyncv1.LocalObjectReference{Name: "app"}}},
+	}
+	if err := statusClient(t).Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	r := gitsync(t, "diff", "--gitsync", ns+"/app", "--kubeconfig", env.Kubeconfig)
+	wantCode(t, r, 1)
+	if d := cmp.Diff([]string{"+ ConfigMap/" + ns + "/a (create)"}, changeLines(r.stdout)); d != "" {
+		t.Errorf("changes (-want +got):\n%s\n%s", d, r)
+	}
+	if gh.Mints() != 1 || strings.Contains(r.stdout+r.stderr, gh.Token()) || strings.Contains(r.stdout+r.stderr, strings.Split(string(gh.KeyPEM), "\n")[1]) {
+		t.Errorf("minted %d tokens; output:\n%s", gh.Mints(), r)
 	}
 }

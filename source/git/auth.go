@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/source/git/githubapp"
 )
 
 // Auth holds the credentials for one repository, usually read from the
@@ -37,6 +38,9 @@ type Auth struct {
 	// InsecureSkipHostKeyCheck accepts any ssh host key. Only for tests and
 	// throwaway setups: it lets anyone on the path impersonate the server.
 	InsecureSkipHostKeyCheck bool
+	// GitHubApp, when set, is a GitHub App whose installation token is the
+	// password over HTTPS: UseGitHubApp mints it (user x-access-token).
+	GitHubApp *githubapp.App
 
 	// origin names where the credentials were read ("Secret/ns/name") and
 	// originKeys the key names found there (names only, never values), so
@@ -69,7 +73,12 @@ func AuthFromSecret(name string, data map[string][]byte) *Auth {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	app, ok := githubapp.FromSecret(data)
+	if ok {
+		app.CAData = data[SecretKeyCA]
+	}
 	return &Auth{
+		GitHubApp:     app,
 		Username:      string(data[SecretKeyUsername]),
 		Password:      string(data[SecretKeyPassword]),
 		BearerToken:   string(data[SecretKeyBearerToken]),
@@ -96,6 +105,8 @@ func (a *Auth) sentCredentials(protocol string, userinfo bool) string {
 		return "the ssh key" + from
 	case protocol != "http" && protocol != "https":
 		return ""
+	case a != nil && a.GitHubApp != nil:
+		return "the GitHub App " + a.GitHubApp.ID + " installation token" + from
 	case a != nil && a.BearerToken != "":
 		return "the bearer token" + from
 	case a != nil && (a.Username != "" || a.Password != ""):
@@ -117,7 +128,8 @@ func (a *Auth) missingCredentials(protocol string) string {
 	if len(a.originKeys) > 0 {
 		found = "its keys are " + strings.Join(a.originKeys, ", ")
 	}
-	want := fmt.Sprintf("%s and %s, or %s", SecretKeyUsername, SecretKeyPassword, SecretKeyBearerToken)
+	want := fmt.Sprintf("%s and %s, or %s, or %s and %s", SecretKeyUsername, SecretKeyPassword, SecretKeyBearerToken,
+		githubapp.SecretKeyAppID, githubapp.SecretKeyPrivateKey)
 	if protocol == "ssh" {
 		want = SecretKeyIdentity + " (the private key)"
 	}

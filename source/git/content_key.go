@@ -17,8 +17,13 @@ import (
 // two commits with the same key render identically:
 //   - "tree:<hash>": the tree of Path, when Path holds no symlink and no
 //     kustomization (plain YAML rendering reads nothing else);
-//   - "root:<hash>": the whole repository tree, when a symlink or a
-//     kustomization under Path may pull in files from elsewhere in the repo;
+//   - "dirs:<digest>": the trees of Path and of the directories its
+//     kustomizations name (bases, components, patches, generators' files,
+//     followed until no new one is named), when Path holds kustomizations
+//     and no symlink (see closure);
+//   - "root:<hash>": the whole repository tree, when a symlink may pull in
+//     files from elsewhere in the repo, a kustomization names the
+//     repository's root or a file there, or the closure is too large;
 //   - "chart:<hash>": the whole repository tree, when Path is a Helm chart
 //     directory (its values files may be anywhere in the repository, and its
 //     render depends on the Helm settings: the cache keys those too);
@@ -42,6 +47,28 @@ func (f *Fetcher) ContentKey(src Source, commit string) (string, error) {
 // GitSyncs of a monorepo asks for hundreds of paths at once, and one
 // ContentKey per path decoded the same parent trees every time.
 func (f *Fetcher) ContentKeys(src Source, commit string, paths []string) ([]string, error) {
+	in, err := f.inputsOf(src, commit, paths)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(in))
+	for i := range in {
+		out[i] = in[i].Key
+	}
+	return out, nil
+}
+
+// Inputs returns what a render of src's path at commit (fetched) reads:
+// its ContentKey and the directories CheckoutTrees must write for it.
+func (f *Fetcher) Inputs(src Source, commit string) (Inputs, error) {
+	in, err := f.inputsOf(src, commit, []string{src.CleanPath()})
+	if err != nil {
+		return Inputs{}, err
+	}
+	return in[0], nil
+}
+
+func (f *Fetcher) inputsOf(src Source, commit string, paths []string) ([]Inputs, error) {
 	lr, err := f.repo(src)
 	if err != nil {
 		return nil, err
@@ -58,9 +85,9 @@ func (f *Fetcher) ContentKeys(src Source, commit string, paths []string) ([]stri
 		return nil, gitErr(src, "read tree", err)
 	}
 	trees := &treeMemo{s: lr.repo.Storer, trees: map[plumbing.Hash]*object.Tree{}, alone: map[plumbing.Hash]bool{}}
-	out := make([]string, len(paths))
+	out := make([]Inputs, len(paths))
 	for i, p := range paths {
-		if out[i], err = trees.contentKey(root, commit, p); err != nil {
+		if out[i], err = trees.inputs(root, commit, p); err != nil {
 			return nil, gitErr(src, "read tree", err)
 		}
 	}
@@ -75,32 +102,57 @@ type treeMemo struct {
 	alone map[plumbing.Hash]bool
 }
 
-// contentKey is ContentKey of path (cleaned) under root, the tree of commit.
-func (m *treeMemo) contentKey(root *object.Tree, commit, path string) (string, error) {
+// Inputs is what a render of one path at one commit reads.
+type Inputs struct {
+	// Key is the path's ContentKey.
+	Key string
+	// Dirs are the directories to check out (clean repository paths, none
+	// below another): the path alone, the path and the bases its
+	// kustomizations name, or "." for the whole repository.
+	Dirs []string
+}
+
+// inputs is Inputs of path (cleaned) under root, the tree of commit.
+func (m *treeMemo) inputs(root *object.Tree, commit, path string) (Inputs, error) {
+	whole := Inputs{Key: "root:" + root.Hash.String(), Dirs: []string{"."}}
 	sub := root
 	if path != "." {
 		var err error
 		if sub, err = m.at(root, path); err != nil {
 			if errors.Is(err, object.ErrDirectoryNotFound) {
-				return "commit:" + commit, nil
+				return Inputs{Key: "commit:" + commit, Dirs: []string{"."}}, nil
 			}
-			return "", err
+			return Inputs{}, err
 		}
 	}
 	if isChart(sub) {
-		return ChartKeyPrefix + root.Hash.String(), nil
+		return Inputs{Key: ChartKeyPrefix + root.Hash.String(), Dirs: []string{"."}}, nil
 	}
 	alone, err := m.selfContained(sub)
-	if err == nil && alone {
-		alone, err = m.noIgnoreFileAbove(root, path)
-	}
 	if err != nil {
-		return "", err
+		return Inputs{}, err
+	}
+	dirs := []string{path}
+	if !alone {
+		if dirs, err = m.closure(root, path); errors.Is(err, errWholeRepo) {
+			return whole, nil
+		} else if err != nil {
+			return Inputs{}, err
+		}
+	}
+	for _, d := range dirs {
+		if ok, err := m.noIgnoreFileAbove(root, d); err != nil || !ok {
+			return whole, err
+		}
 	}
 	if alone {
-		return "tree:" + sub.Hash.String(), nil
+		return Inputs{Key: "tree:" + sub.Hash.String(), Dirs: dirs}, nil
 	}
-	return "root:" + root.Hash.String(), nil
+	key, err := m.closureKey(root, dirs)
+	if err != nil {
+		return Inputs{}, err
+	}
+	return Inputs{Key: key, Dirs: dirs}, nil
 }
 
 // tree reads the tree h.

@@ -11,8 +11,8 @@ import (
 )
 
 // TestContentKeys: the batch form gives each path the key its kind calls
-// for (a self-contained tree, the whole repository when something may read
-// outside the path, a missing path), the same as ContentKey one path at a
+// for (a self-contained tree, the trees a kustomization names, the whole
+// repository when something may read anywhere, a missing path), the same as ContentKey one path at a
 // time, and a commit that changes one path leaves the others' keys alone.
 func TestContentKeys(t *testing.T) {
 	repo := gittest.NewRepo(t, filepath.Join(t.TempDir(), "mono"))
@@ -20,6 +20,8 @@ func TestContentKeys(t *testing.T) {
 		"plain/a.yaml":                 "a: 1\n",
 		"other/b.yaml":                 "b: 1\n",
 		"kust/kustomization.yaml":      "resources: [../plain/a.yaml]\n",
+		"wide/kustomization.yaml":      "resources: [../top.yaml]\n",
+		"top.yaml":                     "t: 1\n",
 		"deep/inner/kustomization.yml": "resources: []\n",
 		"chart/Chart.yaml":             "name: c\n",
 		"ignored/.gitsyncignore":       "*.txt\n",
@@ -39,8 +41,8 @@ func TestContentKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	paths := []string{"plain", "other", "kust", "deep", "chart", "ignored/app", "missing", "plain/a.yaml", "."}
-	kinds := []string{"tree:", "tree:", "root:", "root:", "chart:", "root:", "commit:", "commit:", "root:"}
+	paths := []string{"plain", "other", "kust", "deep", "wide", "chart", "ignored/app", "missing", "plain/a.yaml", "."}
+	kinds := []string{"tree:", "tree:", "dirs:", "dirs:", "root:", "chart:", "root:", "commit:", "commit:", "root:"}
 	keys := map[string][]string{}
 	for _, commit := range []string{c1, c2} {
 		got, err := f.ContentKeys(src, commit, paths)
@@ -64,7 +66,10 @@ func TestContentKeys(t *testing.T) {
 	if keys[c1][1] == keys[c2][1] {
 		t.Errorf("other's key %q did not change with a commit to other/", keys[c1][1])
 	}
-	if diff := cmp.Diff(keys[c1][2:4], keys[c2][2:4]); diff == "" {
-		t.Errorf("kustomization paths kept their keys across a commit elsewhere; they read the whole repository")
+	if diff := cmp.Diff(keys[c1][2:4], keys[c2][2:4]); diff != "" {
+		t.Errorf("kustomization paths changed keys with a commit outside what they name (-c1 +c2):\n%s", diff)
+	}
+	if keys[c1][4] == keys[c2][4] {
+		t.Errorf("wide names a file at the root, so reads the whole repository; its key %q did not change", keys[c1][4])
 	}
 }

@@ -37,6 +37,13 @@ func (f *Fetcher) Checkout(ctx context.Context, src Source, rev Revision) (strin
 // selfContained) needs only its own files: at scale most of a checkout's
 // cost is writing files nobody reads.
 func (f *Fetcher) CheckoutTree(ctx context.Context, src Source, rev Revision, only string) (string, error) {
+	return f.CheckoutTrees(ctx, src, rev, []string{only})
+}
+
+// CheckoutTrees is CheckoutTree of several directories (clean repository
+// paths, as Inputs.Dirs): a kustomize overlay and the bases it names, and
+// nothing else of a monorepo. Options.MaxCheckoutBytes counts them together.
+func (f *Fetcher) CheckoutTrees(ctx context.Context, src Source, rev Revision, dirs []string) (string, error) {
 	lr, err := f.repo(src)
 	if err != nil {
 		return "", err
@@ -60,17 +67,13 @@ func (f *Fetcher) CheckoutTree(ctx context.Context, src Source, rev Revision, on
 	if err != nil {
 		return "", gitErr(src, "checkout", err)
 	}
-	if only != "." {
-		tree, err = tree.Tree(only)
-	}
-	var root *os.Root
-	if err == nil {
-		root, err = os.OpenRoot(dir)
-	}
+	root, err := os.OpenRoot(dir)
 	if err == nil {
 		w := &treeWriter{ctx: ctx, root: root, limit: f.opts.MaxCheckoutBytes}
-		if err = root.MkdirAll(only, 0o755); err == nil {
-			err = w.write(tree, only)
+		for _, only := range dirs {
+			if err = w.writeAt(tree, only); err != nil {
+				break
+			}
 		}
 		root.Close()
 	}
@@ -79,6 +82,21 @@ func (f *Fetcher) CheckoutTree(ctx context.Context, src Source, rev Revision, on
 		return "", gitErr(src, "checkout", fmt.Errorf("commit %s: %w", rev.Commit, err))
 	}
 	return dir, nil
+}
+
+// writeAt writes the directory only of tree (the commit's root) at its
+// place.
+func (w *treeWriter) writeAt(tree *object.Tree, only string) error {
+	if only != "." {
+		var err error
+		if tree, err = tree.Tree(only); err != nil {
+			return err
+		}
+	}
+	if err := w.root.MkdirAll(only, 0o755); err != nil {
+		return err
+	}
+	return w.write(tree, only)
 }
 
 // treeWriter writes a Git tree below an os.Root.
