@@ -1,6 +1,7 @@
 package postrender
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,9 +30,10 @@ var imageVolumeFields = []types.FieldSpec{
 // Apply returns objs with o's changes made: patches in order, then the
 // common labels and annotations, then the images, as a kustomization
 // orders its transformers. objs is not changed; with no changes it is
-// returned as is. Each object's JSON is charged to b (StagePostRender) as
-// it is encoded. A change that fails, or a target that matches nothing, is
-// an *Error (or a *budget.ExceededError); no objects are returned then.
+// returned as is. The output's JSON is charged to b (StagePostRender) as
+// it is encoded, past the size of objs, which the render charged. A
+// change that fails, or a target that matches nothing, is an *Error (or a
+// *budget.ExceededError); no objects are returned then.
 //
 // Apply uses kustomize's process-wide OpenAPI schema: callers serialise it
 // with their kustomize builds.
@@ -48,7 +50,13 @@ func Apply(objs []*unstructured.Unstructured, o Options, b *budget.Budget) (out 
 	rf := resource.NewFactory(&hasher.Hasher{})
 	h := resmap.NewPluginHelpers(nil, nil, resmap.NewFactory(rf), types.DisabledPluginConfig())
 	m := resmap.New()
+	var rendered int64 // the objects' JSON, which the render charged already
 	for _, obj := range objs {
+		raw, err := json.Marshal(obj.Object)
+		if err != nil {
+			return nil, fmt.Errorf("post-render: %s/%s encode failed: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		rendered += int64(len(raw))
 		r, err := rf.FromMap(obj.Object)
 		if err == nil {
 			err = m.Append(r)
@@ -72,7 +80,7 @@ func Apply(objs []*unstructured.Unstructured, o Options, b *budget.Budget) (out 
 			return nil, &Error{Field: imageField(i), Detail: "could not be applied", Err: quotable(hasSecret, err)}
 		}
 	}
-	return encode(m, b)
+	return encode(m, b, rendered)
 }
 
 // applyPatch makes spec.patches[i].
@@ -192,11 +200,15 @@ func applyMetadata(m resmap.ResMap, o Options) error {
 	return nil
 }
 
-// encode turns m back into objects, charging each one's JSON to b. JSON
-// numbers decode as int64 or float64, as the render's own objects do.
-func encode(m resmap.ResMap, b *budget.Budget) ([]*unstructured.Unstructured, error) {
+// encode turns m back into objects. Their JSON is charged to b as it is
+// encoded, beyond the rendered bytes the render charged already: the
+// budget counts what the render yields, and a change that adds a label
+// costs its label, not a second copy of every object. JSON numbers decode
+// as int64 or float64, as the render's own objects do.
+func encode(m resmap.ResMap, b *budget.Budget, rendered int64) ([]*unstructured.Unstructured, error) {
 	m.RemoveBuildAnnotations()
 	out := make([]*unstructured.Unstructured, 0, m.Size())
+	var total int64
 	for _, r := range m.Resources() {
 		if r.IsNilOrEmpty() {
 			continue // deleted by a strategic-merge patch's $patch: delete
@@ -205,7 +217,9 @@ func encode(m resmap.ResMap, b *budget.Budget) ([]*unstructured.Unstructured, er
 		if err != nil {
 			return nil, fmt.Errorf("post-render: %s encode failed: %w", r.CurId(), err)
 		}
-		if err := b.Charge(budget.StagePostRender, int64(len(raw))); err != nil {
+		before := total
+		total += int64(len(raw))
+		if err := b.Charge(budget.StagePostRender, total-max(before, rendered)); err != nil {
 			return nil, err
 		}
 		var obj map[string]any

@@ -354,3 +354,32 @@ func TestPatchesMayNotUseAliases(t *testing.T) {
 		t.Fatalf("Apply = %v, want the aliases refused", err)
 	}
 }
+
+// TestApplyChargesOnlyGrowth: the render charged its objects already; a
+// change is charged what it adds, so a render near its budget can still
+// take a label.
+//
+// Checked by charging every output byte: the label then passes the limit.
+func TestApplyChargesOnlyGrowth(t *testing.T) {
+	objs := objects(t)
+	var rendered int64
+	for _, o := range objs {
+		b, _ := o.MarshalJSON()
+		rendered += int64(len(b))
+	}
+	limits := budget.DefaultLimits()
+	limits.OutputBytes = rendered + 256
+	b := budget.New(limits)
+	if err := b.Charge(budget.StagePlain, rendered); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postrender.Apply(objs, postrender.Options{Labels: map[string]string{"team": "a"}}, b); err != nil {
+		t.Fatalf("a label on a render near its budget: %v", err)
+	}
+	if rendered < 256 {
+		t.Fatalf("the objects are %d bytes: too small to tell growth from the whole", rendered)
+	}
+	if _, err := postrender.Apply(objs, postrender.Options{Annotations: map[string]string{"big": strings.Repeat("x", 512)}}, b); err == nil {
+		t.Error("an annotation of 512 bytes on every object passed a budget 256 bytes above the render")
+	}
+}

@@ -56,7 +56,7 @@ type jsonOp struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// checkGrowth refuses a JSON 6902 patch whose worst-case result for any of
+// checkGrowth refuses a JSON 6902 patch whose worst-case growth of any of
 // targets passes what b has left. A strategic-merge patch adds at most its
 // own size, which the API caps, and is not bounded here.
 func checkGrowth(patch string, targets []*resource.Resource, b *budget.Budget) error {
@@ -77,7 +77,8 @@ func checkGrowth(patch string, targets []*resource.Resource, b *budget.Budget) e
 		if err != nil {
 			return err
 		}
-		size := int64(len(raw))
+		orig := int64(len(raw))
+		size := orig
 		for _, op := range ops {
 			switch op.Op {
 			case "copy":
@@ -85,7 +86,7 @@ func checkGrowth(patch string, targets []*resource.Resource, b *budget.Budget) e
 			case "add", "replace":
 				size += int64(len(op.Value))
 			}
-			if size > left {
+			if size-orig > left {
 				return &budget.ExceededError{Stage: budget.StagePostRender, Resource: budget.Output, Limit: b.Limits().OutputBytes}
 			}
 		}
