@@ -318,11 +318,15 @@ func TestAFailedPatchOnASecretQuotesNothing(t *testing.T) {
 	}
 }
 
+// TestApplyIsBudgeted: a JSON 6902 patch whose copies could grow an object
+// past the output budget is refused before it runs, naming the patch.
+//
+// Checked by dropping checkGrowth: the patch runs (4,096 copies of the
+// object) and only encoding the result meets the budget, naming no patch.
 func TestApplyIsBudgeted(t *testing.T) {
-	// Each copy doubles the object: 20 would be a million times its size.
-	var ops []string
-	ops = append(ops, `{"op":"add","path":"/spec/a","value":"`+strings.Repeat("x", 1024)+`"}`)
-	for i := range 20 {
+	// Each copy may double the object: 12 of them, 4,096 times its size.
+	ops := []string{`{"op":"add","path":"/spec/a","value":"` + strings.Repeat("x", 1024) + `"}`}
+	for i := range 12 {
 		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/spec","path":"/spec/b%d"}`, i))
 	}
 	limits := budget.DefaultLimits()
@@ -331,8 +335,8 @@ func TestApplyIsBudgeted(t *testing.T) {
 		Target: &postrender.Selector{Kind: "Widget"}, Patch: "[" + strings.Join(ops, ",") + "]",
 	}}}, budget.New(limits))
 	var be *budget.ExceededError
-	if !errors.As(err, &be) || be.Stage != budget.StagePostRender {
-		t.Fatalf("Apply = %v, want a post-render budget refusal", err)
+	if !errors.As(err, &be) || be.Stage != budget.StagePostRender || !strings.HasPrefix(err.Error(), "spec.patches[0]: ") {
+		t.Fatalf("Apply = %v, want spec.patches[0] refused for the post-render budget", err)
 	}
 }
 
