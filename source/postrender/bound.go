@@ -93,4 +93,3 @@ func checkGrowth(patch string, targets []*resource.Resource, b *budget.Budget) e
 	}
 	return nil
 }
-
