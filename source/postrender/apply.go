@@ -49,48 +49,72 @@ func Apply(objs []*unstructured.Unstructured, o Options, b *budget.Budget) (out 
 	}()
 	rf := resource.NewFactory(&hasher.Hasher{})
 	h := resmap.NewPluginHelpers(nil, nil, resmap.NewFactory(rf), types.DisabledPluginConfig())
-	m := resmap.New()
+	var chunks []resmap.ResMap
 	var rendered int64 // the objects' JSON, which the render charged already
-	for _, obj := range objs {
+	for i, obj := range objs {
 		raw, err := json.Marshal(obj.Object)
 		if err != nil {
 			return nil, fmt.Errorf("post-render: %s/%s encode failed: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		rendered += int64(len(raw))
+		if i%chunkSize == 0 {
+			chunks = append(chunks, resmap.New())
+		}
 		r, err := rf.FromMap(obj.Object)
 		if err == nil {
-			err = m.Append(r)
+			err = chunks[len(chunks)-1].Append(r)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("post-render: %s/%s cannot be read by kustomize: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
 	for i, p := range o.Patches {
-		if err := applyPatch(h, m, i, p, b); err != nil {
+		if err := applyPatch(h, chunks, i, p, b); err != nil {
 			return nil, err
 		}
 	}
-	if err := applyMetadata(m, o); err != nil {
-		return nil, err
+	hasSecret := false
+	for _, m := range chunks {
+		hasSecret = hasSecret || anySecret(m.Resources())
 	}
-	hasSecret := anySecret(m.Resources())
-	for i, img := range o.Images {
-		t := &builtins.ImageTagTransformerPlugin{ImageTag: img.kustomize(), FieldSpecs: imageVolumeFields}
-		if err := t.Transform(m); err != nil {
-			return nil, &Error{Field: imageField(i), Detail: "could not be applied", Err: quotable(hasSecret, err)}
+	for _, m := range chunks {
+		if err := applyMetadata(m, o, hasSecret); err != nil {
+			return nil, err
+		}
+		for i, img := range o.Images {
+			t := &builtins.ImageTagTransformerPlugin{ImageTag: img.kustomize(), FieldSpecs: imageVolumeFields}
+			if err := t.Transform(m); err != nil {
+				return nil, &Error{Field: imageField(i), Detail: "could not be applied", Err: quotable(hasSecret, err)}
+			}
 		}
 	}
-	return encode(m, b, rendered)
+	return encode(chunks, b, rendered)
+}
+
+// chunkSize is how many objects one resource map holds. kustomize's
+// ResMap.Append compares a new resource with every one it holds, so one
+// map of n objects costs n² ID comparisons; every change but a
+// strategic-merge patch without target works per object, and the
+// render's IDs are unique already, so maps of a few hundred keep it
+// linear.
+const chunkSize = 256
+
+// step is one patch's transform of one chunk: the patch text to run there
+// and the objects of the chunk it changes.
+type step struct {
+	m        resmap.ResMap
+	patch    string
+	selected []*resource.Resource
 }
 
 // applyPatch makes spec.patches[i].
-func applyPatch(h *resmap.PluginHelpers, m resmap.ResMap, i int, p Patch, b *budget.Budget) error {
+func applyPatch(h *resmap.PluginHelpers, chunks []resmap.ResMap, i int, p Patch, b *budget.Budget) error {
 	field := patchField(i)
 	if err := checkAliases(p.Patch); err != nil {
 		err.(*Error).Field = field
 		return err
 	}
-	selected, err := targets(h, m, p)
+	steps, err := plan(h, chunks, p)
 	if err != nil {
 		var e *Error
 		if asError(err, &e) {
@@ -99,56 +123,78 @@ func applyPatch(h *resmap.PluginHelpers, m resmap.ResMap, i int, p Patch, b *bud
 		}
 		return &Error{Field: field, Detail: "is not a strategic-merge patch (an object) nor a JSON 6902 patch (a list of operations)", Err: err}
 	}
+	var selected []*resource.Resource
+	for _, s := range steps {
+		selected = append(selected, s.selected...)
+	}
 	if len(selected) == 0 {
 		if p.Optional {
 			return nil
 		}
 		return &Error{Field: field, Detail: fmt.Sprintf("%s matches no rendered object (set optional: true if that may be so)", describeTarget(p))}
 	}
-	cfg := struct {
-		Patch  string          `json:"patch"`
-		Target *types.Selector `json:"target,omitempty"`
-	}{Patch: p.Patch}
-	if p.Target != nil {
-		s := p.Target.kustomize()
-		cfg.Target = &s
-	}
-	raw, err := yaml.Marshal(cfg)
-	if err != nil {
-		return &Error{Field: field, Detail: "cannot be encoded", Err: err}
-	}
-	t := &builtins.PatchTransformerPlugin{}
-	if err := t.Config(h, raw); err != nil {
-		return &Error{Field: field, Detail: "is not a strategic-merge patch (an object) nor a JSON 6902 patch (a list of operations)", Err: err}
-	}
 	if err := checkGrowth(p.Patch, selected, b); err != nil {
 		return fmt.Errorf("%s: %w", field, err)
 	}
 	// Named before the transform: a failed filter leaves its object empty.
 	what, hasSecret := describe(selected), anySecret(selected)
-	if err := t.Transform(m); err != nil {
-		if hasSecret {
-			err = withheld{}
+	for _, s := range steps {
+		t, err := configure(h, s.patch, p.Target)
+		if err != nil {
+			return &Error{Field: field, Detail: "is not a strategic-merge patch (an object) nor a JSON 6902 patch (a list of operations)", Err: err}
 		}
-		return &Error{Field: field, Detail: "could not be applied to " + what, Err: err}
+		if err := t.Transform(s.m); err != nil {
+			if hasSecret {
+				err = withheld{}
+			}
+			return &Error{Field: field, Detail: "could not be applied to " + what, Err: err}
+		}
 	}
 	return nil
 }
 
-// targets returns the objects p changes: those its Target selects, or, for
-// a strategic-merge patch without one, the objects its documents name.
-// Empty means the patch would change nothing.
-func targets(h *resmap.PluginHelpers, m resmap.ResMap, p Patch) ([]*resource.Resource, error) {
+// configure is kustomize's PatchTransformer for patch and target.
+func configure(h *resmap.PluginHelpers, patch string, target *Selector) (resmap.Transformer, error) {
+	cfg := struct {
+		Patch  string          `json:"patch"`
+		Target *types.Selector `json:"target,omitempty"`
+	}{Patch: patch}
+	if target != nil {
+		s := target.kustomize()
+		cfg.Target = &s
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t := &builtins.PatchTransformerPlugin{}
+	if err := t.Config(h, raw); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// plan returns the steps of p: in each chunk, the objects its Target
+// selects; for a strategic-merge patch without one, each document in the
+// chunk of the object it names. No steps means the patch would change
+// nothing (an object a document names is missing).
+func plan(h *resmap.PluginHelpers, chunks []resmap.ResMap, p Patch) ([]step, error) {
 	json6902, err := isJSON6902(p.Patch)
 	if err != nil {
 		return nil, err
 	}
+	var steps []step
 	if p.Target != nil {
-		selected, err := m.Select(p.Target.kustomize())
-		if err != nil {
-			return nil, &Error{Detail: fmt.Sprintf("target %s is not a valid selector", p.Target), Err: err}
+		for _, m := range chunks {
+			selected, err := m.Select(p.Target.kustomize())
+			if err != nil {
+				return nil, &Error{Detail: fmt.Sprintf("target %s is not a valid selector", p.Target), Err: err}
+			}
+			if len(selected) > 0 {
+				steps = append(steps, step{m: m, patch: p.Patch, selected: selected})
+			}
 		}
-		return selected, nil
+		return steps, nil
 	}
 	if json6902 {
 		return nil, &Error{Detail: "a JSON 6902 patch needs a target"}
@@ -157,15 +203,27 @@ func targets(h *resmap.PluginHelpers, m resmap.ResMap, p Patch) ([]*resource.Res
 	if err != nil {
 		return nil, err
 	}
-	var selected []*resource.Resource
 	for _, d := range docs {
-		r, err := m.GetById(d.OrgId())
-		if err != nil {
+		text := p.Patch
+		if len(docs) > 1 { // each document goes to its own object's chunk
+			y, err := d.AsYAML()
+			if err != nil {
+				return nil, err
+			}
+			text = string(y)
+		}
+		found := false
+		for _, m := range chunks {
+			if r, err := m.GetById(d.OrgId()); err == nil {
+				steps, found = append(steps, step{m: m, patch: text, selected: []*resource.Resource{r}}), true
+				break
+			}
+		}
+		if !found {
 			return nil, nil // named object missing: matches nothing
 		}
-		selected = append(selected, r)
 	}
-	return selected, nil
+	return steps, nil
 }
 
 // isJSON6902 tells a list of operations from an object, as kustomize does.
@@ -186,12 +244,11 @@ func isJSON6902(patch string) (bool, error) {
 
 // applyMetadata sets the common labels and annotations on each object's
 // own metadata only: kustomize's transformers with one field each.
-func applyMetadata(m resmap.ResMap, o Options) error {
+func applyMetadata(m resmap.ResMap, o Options, hasSecret bool) error {
 	labels := &builtins.LabelTransformerPlugin{Labels: o.Labels,
 		FieldSpecs: []types.FieldSpec{{Path: "metadata/labels", CreateIfNotPresent: true}}}
 	annotations := &builtins.AnnotationsTransformerPlugin{Annotations: o.Annotations,
 		FieldSpecs: []types.FieldSpec{{Path: "metadata/annotations", CreateIfNotPresent: true}}}
-	hasSecret := anySecret(m.Resources())
 	for _, t := range []resmap.Transformer{labels, annotations} {
 		if err := t.Transform(m); err != nil {
 			return &Error{Field: "spec.commonMetadata", Detail: "could not be applied", Err: quotable(hasSecret, err)}
@@ -205,11 +262,15 @@ func applyMetadata(m resmap.ResMap, o Options) error {
 // budget counts what the render yields, and a change that adds a label
 // costs its label, not a second copy of every object. JSON numbers decode
 // as int64 or float64, as the render's own objects do.
-func encode(m resmap.ResMap, b *budget.Budget, rendered int64) ([]*unstructured.Unstructured, error) {
-	m.RemoveBuildAnnotations()
-	out := make([]*unstructured.Unstructured, 0, m.Size())
+func encode(chunks []resmap.ResMap, b *budget.Budget, rendered int64) ([]*unstructured.Unstructured, error) {
+	var all []*resource.Resource
+	for _, m := range chunks {
+		m.RemoveBuildAnnotations()
+		all = append(all, m.Resources()...)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(all))
 	var total int64
-	for _, r := range m.Resources() {
+	for _, r := range all {
 		if r.IsNilOrEmpty() {
 			continue // deleted by a strategic-merge patch's $patch: delete
 		}

@@ -387,3 +387,40 @@ func TestApplyChargesOnlyGrowth(t *testing.T) {
 		t.Error("an annotation of 512 bytes on every object passed a budget 256 bytes above the render")
 	}
 }
+
+// TestApplyAcrossChunks: a render of more objects than one resource map
+// holds is changed as one: a target selecting objects of every chunk, a
+// strategic-merge patch naming the last object, and one of two documents
+// naming objects of different chunks.
+func TestApplyAcrossChunks(t *testing.T) {
+	var objs []*unstructured.Unstructured
+	for i := range 700 {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": fmt.Sprintf("cm-%03d", i), "namespace": "apps"}, "data": map[string]any{"v": "0"}}})
+	}
+	cm := func(name, v string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: apps\ndata:\n  v: \"" + v + "\"\n"
+	}
+	out, err := postrender.Apply(objs, postrender.Options{Labels: map[string]string{"team": "a"}, Patches: []postrender.Patch{
+		{Target: &postrender.Selector{Kind: "ConfigMap", Name: "cm-.*9"}, Patch: `[{"op":"replace","path":"/data/v","value":"9"}]`},
+		{Patch: cm("cm-699", "last")},
+		{Patch: cm("cm-001", "first") + "---\n" + cm("cm-600", "third chunk")},
+	}}, budget.New(budget.DefaultLimits()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 700 {
+		t.Fatalf("%d objects, want 700", len(out))
+	}
+	want := map[string]string{"cm-009": "9", "cm-259": "9", "cm-689": "9", "cm-699": "last", "cm-001": "first", "cm-600": "third chunk", "cm-000": "0", "cm-300": "0"}
+	for i, o := range out {
+		if o.GetName() != fmt.Sprintf("cm-%03d", i) || o.GetLabels()["team"] != "a" {
+			t.Fatalf("object %d: %s with labels %v", i, o.GetName(), o.GetLabels())
+		}
+		if w, ok := want[o.GetName()]; ok {
+			if got, _, _ := unstructured.NestedString(o.Object, "data", "v"); got != w {
+				t.Errorf("%s: v = %q, want %q", o.GetName(), got, w)
+			}
+		}
+	}
+}
