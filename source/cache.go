@@ -267,10 +267,15 @@ func (c *Cache) remember(src git.Source, a *Artifact) {
 func keyOf(url, id, path string) string { return url + "\x00" + id + "\x00" + path }
 
 // pathKey is path plus the settings every render of it depends on (the
-// ignore rules); it never holds a NUL, so lastField finds it again.
+// ignore rules, the post-render changes); it never holds a NUL, so
+// lastField finds it again. Without either it is the path alone, so
+// sources sharing a path without them share its render.
 func pathKey(path string, s render.Settings) string {
 	if k := s.IgnoreKey(); k != "" {
-		return path + "\x01" + k
+		path += "\x01" + k
+	}
+	if k := s.PostRenderKey(); k != "" {
+		path += "\x01" + k
 	}
 	return path
 }

@@ -10,15 +10,18 @@ import (
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/ignore"
+	"gitsync.dev/gitsync/source/postrender"
 	"gitsync.dev/gitsync/source/render"
 )
 
 // TestCacheKeysBySettings: a chart path is rendered again for other Helm
 // settings, a plain path is shared whatever the Helm settings, ignore rules
-// always count, and a change to a .gitsyncignore above a path re-renders it.
+// always count, post-render changes count for every path (none keeps
+// the shared key), and a change to a .gitsyncignore above a path re-renders it.
 //
 // Checked by dropping the Helm key from renderKey (the second chart Get then
-// reuses the first render), the ignore key from pathKey, and the
+// reuses the first render), the ignore key from pathKey, the post-render key from pathKey (the
+// changed patch reuses the first patched render), and the
 // noIgnoreFileAbove check from ContentKey (the last step then renders nothing).
 func TestCacheKeysBySettings(t *testing.T) {
 	root := t.TempDir()
@@ -32,6 +35,8 @@ func TestCacheKeysBySettings(t *testing.T) {
 	r := &countingRenderer{}
 	c, _ := newTestCache(t, r)
 	relA, relB := helm.Options{ReleaseName: "a"}, helm.Options{ReleaseName: "b"}
+	patchA := postrender.Options{Labels: map[string]string{"team": "a"}}
+	patchB := postrender.Options{Labels: map[string]string{"team": "b"}}
 	get := func(path string, s render.Settings) bool {
 		t.Helper()
 		before := r.calls.Load()
@@ -53,6 +58,11 @@ func TestCacheKeysBySettings(t *testing.T) {
 		{"plain, release a", "apps/web", render.Settings{Helm: &relA}, true},
 		{"plain, release b shares it", "apps/web", render.Settings{Helm: &relB}, false},
 		{"plain, ignore rules", "apps/web", render.Settings{Ignore: ignore.Options{Extra: "x.yaml"}}, true},
+		{"plain, patched", "apps/web", render.Settings{PostRender: patchA}, true},
+		{"plain, patched alike", "apps/web", render.Settings{PostRender: patchA}, false},
+		{"plain, patch changed", "apps/web", render.Settings{PostRender: patchB}, true},
+		{"plain, no patches shares the first", "apps/web", render.Settings{Helm: &relB}, false},
+		{"chart, release a, patched", "chart", render.Settings{Helm: &relA, PostRender: patchA}, true},
 	}
 	var got, want []string
 	for _, s := range steps {

@@ -160,6 +160,31 @@ type GitSyncSpec struct {
 	// +optional
 	Ignore string `json:"ignore,omitempty"`
 
+	// Patches change the rendered objects, whatever rendered them (plain
+	// YAML, a kustomization, a Helm chart), as kustomize's patches field
+	// does: each is a strategic-merge patch or a JSON 6902 patch, applied in
+	// order to the objects its target selects. A patch that cannot apply, or
+	// whose target matches no object (unless it is optional), stops the sync
+	// with nothing applied.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Patches []Patch `json:"patches,omitempty"`
+
+	// Images override container images in the rendered objects, as
+	// kustomize's images field does (containers and initContainers of every
+	// workload and of custom resources, image volumes), after Patches.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Images []Image `json:"images,omitempty"`
+
+	// CommonMetadata adds labels and annotations to every rendered object's
+	// own metadata, after Patches; selectors and pod templates are left
+	// alone. They win over the object's values for the same keys.
+	// +optional
+	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+
 	// Substitute maps variable names to values replacing ${NAME} (and
 	// ${NAME:=default}) in the rendered manifests.
 	// +optional
@@ -199,6 +224,90 @@ type GitSyncSpec struct {
 	// (Detect). See docs/guides/drift.md.
 	// +optional
 	Drift *DriftSpec `json:"drift,omitempty"`
+}
+
+// Patch is one post-render patch.
+type Patch struct {
+	// Patch is a strategic-merge patch (a YAML or JSON object, with the
+	// apiVersion and kind of its target) or a JSON 6902 patch (a list of
+	// operations), inline. YAML anchors and aliases are refused.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Patch string `json:"patch"`
+
+	// Target selects the objects to patch. Without it a strategic-merge
+	// patch applies to the object it names (apiVersion, kind,
+	// metadata.name and metadata.namespace); a JSON 6902 patch needs one.
+	// +optional
+	Target *PatchSelector `json:"target,omitempty"`
+
+	// Optional lets the target match no object; by default that is an
+	// error (a typo, or a chart that renamed the object), where kustomize
+	// would skip the patch silently.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// PatchSelector selects rendered objects as kustomize's patch targets do.
+// Group, Version, Kind, Name and Namespace are regular expressions matched
+// against the whole value; empty fields match every object.
+type PatchSelector struct {
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// LabelSelector is a label selector (app=web,tier!=db) the object's
+	// labels must match.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	LabelSelector string `json:"labelSelector,omitempty"`
+	// AnnotationSelector is a label selector the object's annotations
+	// must match.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
+}
+
+// Image is one image override: an image named Name (without tag or
+// digest) gets NewName, NewTag or Digest; a Digest wins over NewTag.
+type Image struct {
+	// Name is the image name to match, e.g. "nginx" or "ghcr.io/org/app".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name"`
+	// NewName replaces the image name.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	NewName string `json:"newName,omitempty"`
+	// NewTag replaces the tag.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	NewTag string `json:"newTag,omitempty"`
+	// Digest replaces the tag with a digest, e.g. "sha256:...".
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Digest string `json:"digest,omitempty"`
+}
+
+// CommonMetadata is labels and annotations for every rendered object.
+type CommonMetadata struct {
+	// Labels are added to every object's metadata.labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are added to every object's metadata.annotations.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // HelmSpec says how to render a chart directory.

@@ -64,7 +64,8 @@ kinds are namespaced only a cluster knows.
 With --gitsync NAMESPACE/NAME the GitSync is read from the cluster and its
 source is rendered as the agent renders it (DIR, when given, is a checkout of
 its repository; else its repository at its spec, the ref flags overriding the
-ref), with its spec.helm and spec.ignore and the cluster's capabilities; the objects carry its owner labels
+ref), with its spec.helm, spec.ignore, post-render changes (spec.patches, spec.images,
+spec.commonMetadata) and the cluster's capabilities; the objects carry its owner labels
 and are placed as the agent's applier places them (spec.targetNamespace, else
 the GitSync's namespace, for namespaced kinds). The flags stand in for its
 variables and decryption key.

@@ -44,7 +44,7 @@ type sourceOptions struct {
 	// MaxObjects caps the objects the render may yield, as the agent's
 	// --max-objects does.
 	MaxObjects int
-	// Rendering holds spec.helm and spec.ignore as flags.
+	// Rendering holds spec.helm, spec.ignore and the post-render changes as flags.
 	Rendering renderFlags
 	// PlainHTTP lets an oci:// URL be read over plain HTTP.
 	PlainHTTP bool

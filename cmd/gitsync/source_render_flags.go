@@ -4,23 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/yaml"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/ignore"
+	"gitsync.dev/gitsync/source/postrender"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
 
-// renderFlags are the CLI's spec.helm and spec.ignore: how a chart directory
-// renders and which files are left out.
+// renderFlags are the CLI's spec.helm, spec.ignore and post-render changes:
+// how a chart directory renders, which files are left out, and what is
+// changed after the render.
 type renderFlags struct {
 	// HelmValues are values files merged in order over the chart's own. A
 	// local source takes them as paths on disk (inside the render's root); a
@@ -33,6 +37,9 @@ type renderFlags struct {
 	ReleaseName string
 	// Ignore are extra ignore rules, one per flag, as spec.ignore lines.
 	Ignore []string
+	// PostRender is a YAML file of post-render changes in the GitSync's
+	// shape (patches, images, commonMetadata), made after any render.
+	PostRender string
 	// Limits are the render budget, as gitsync run's.
 	Limits renderLimitFlags
 
@@ -46,12 +53,14 @@ type renderFlags struct {
 	spec *sourcerender.Settings
 }
 
-// AddFlags registers --helm-values, --helm-set, --release-name and --ignore.
+// AddFlags registers --helm-values, --helm-set, --release-name, --ignore
+// and --post-render.
 func (o *renderFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.HelmValues, "helm-values", nil, "Values file for a Helm chart directory, merged over the chart's values.yaml (repeatable; a path inside the repository with --url).")
 	fs.StringArrayVar(&o.HelmSet, "helm-set", nil, "Value for a Helm chart directory in helm --set syntax, e.g. image.tag=1.2 (repeatable; wins over --helm-values).")
 	fs.StringVar(&o.ReleaseName, "release-name", "", "Release name a Helm chart directory's templates see (default: --name, else the chart's name).")
 	fs.StringArrayVar(&o.Ignore, "ignore", nil, "Extra ignore rule in .gitignore syntax, from the repository root (repeatable), as spec.ignore; .gitsyncignore files are read too.")
+	fs.StringVar(&o.PostRender, "post-render", "", "YAML file of changes made after the render, as a GitSync's spec: patches, images and commonMetadata keys.")
 	o.Limits.AddFlags(fs, false)
 }
 
@@ -83,7 +92,46 @@ func (o *renderFlags) settings(root string) (sourcerender.Settings, error) {
 			}
 		}
 	}
-	return sourcerender.Settings{Helm: &h, Ignore: ignore.Options{Extra: strings.Join(o.Ignore, "\n")}}, nil
+	pr, err := readPostRender(o.PostRender)
+	if err != nil {
+		return sourcerender.Settings{}, err
+	}
+	return sourcerender.Settings{Helm: &h, Ignore: ignore.Options{Extra: strings.Join(o.Ignore, "\n")}, PostRender: pr}, nil
+}
+
+// maxPostRenderFile caps --post-render's file: 64 patches of 64 KiB each,
+// the API's caps, and room for the rest.
+const maxPostRenderFile = 5 << 20
+
+// readPostRender reads a --post-render file: the patches, images and
+// commonMetadata of a GitSync's spec, strictly (an unknown key is an
+// error), translated as the agent translates a spec.
+func readPostRender(file string) (postrender.Options, error) {
+	if file == "" {
+		return postrender.Options{}, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return postrender.Options{}, fmt.Errorf("--post-render: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPostRenderFile+1))
+	if err != nil {
+		return postrender.Options{}, fmt.Errorf("--post-render %s: %w", file, err)
+	}
+	if len(data) > maxPostRenderFile {
+		return postrender.Options{}, fmt.Errorf("--post-render %s is larger than %d bytes", file, maxPostRenderFile)
+	}
+	var spec struct {
+		Patches        []gitsyncv1.Patch         `json:"patches"`
+		Images         []gitsyncv1.Image         `json:"images"`
+		CommonMetadata *gitsyncv1.CommonMetadata `json:"commonMetadata"`
+	}
+	if err := yaml.UnmarshalStrict(data, &spec); err != nil {
+		return postrender.Options{}, fmt.Errorf("--post-render %s: want patches, images and commonMetadata as in a GitSync's spec: %w", file, err)
+	}
+	gs := &gitsyncv1.GitSync{Spec: gitsyncv1.GitSyncSpec{Patches: spec.Patches, Images: spec.Images, CommonMetadata: spec.CommonMetadata}}
+	return prepare.PostRender(gs), nil
 }
 
 // valuesPath maps a --helm-values file to a path relative to root; with no
@@ -108,7 +156,7 @@ func valuesPath(root, f string) (string, error) {
 
 // given reports whether any of the flags was set.
 func (o *renderFlags) given() bool {
-	return len(o.HelmValues) > 0 || len(o.HelmSet) > 0 || o.ReleaseName != "" || len(o.Ignore) > 0
+	return len(o.HelmValues) > 0 || len(o.HelmSet) > 0 || o.ReleaseName != "" || len(o.Ignore) > 0 || o.PostRender != ""
 }
 
 // useTarget takes the release defaults from the command: its --name and the
@@ -165,11 +213,12 @@ func (o *sourceOptions) renderOptionsIn(root string) (sourcerender.Options, erro
 	return ropts, nil
 }
 
-// useGitSync renders with gs's spec.helm and spec.ignore, as the agent
-// does (prepare.Settings); the flags may not change them.
+// useGitSync renders with gs's spec.helm, spec.ignore and post-render
+// changes, as the agent does (prepare.Settings); the flags may not change
+// them.
 func (o *renderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
 	if o.given() {
-		return errors.New("--helm-values, --helm-set, --release-name and --ignore do not apply with --gitsync: it renders with the GitSync's spec.helm and spec.ignore")
+		return errors.New("--helm-values, --helm-set, --release-name, --ignore and --post-render do not apply with --gitsync: it renders with the GitSync's spec.helm, spec.ignore, spec.patches, spec.images and spec.commonMetadata")
 	}
 	s, err := prepare.Settings(gs)
 	if err != nil {

@@ -13,6 +13,7 @@ const (
 	StageRender     Stage = "render"
 	StageSubstitute Stage = "substitution"
 	StageDecrypt    Stage = "decryption"
+	StagePostRender Stage = "post-render changes"
 )
 
 // Resource is what a budget bounds.

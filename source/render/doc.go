@@ -1,7 +1,8 @@
 // Package render turns one path of a checked-out repository into validated
 // Kubernetes objects: a plain YAML/JSON tree, or kustomize when the path
-// holds a kustomization, sorted and deduplicated, with a digest over their
-// canonical JSON.
+// holds a kustomization, or a Helm chart, then the source's post-render
+// changes (package postrender, Settings.PostRender), sorted and
+// deduplicated, with a digest over their canonical JSON.
 //
 // Contract: a result is either complete and validated or an *Error; nothing
 // is read from outside the checkout root (paths, symlinks and kustomize

@@ -90,7 +90,8 @@ func (o Options) withDefaults() Options {
 }
 
 // ErrNeedsEngine is returned, unwrapped, by a Render with
-// Options.PlainOnly of a path that needs kustomize or Helm.
+// Options.PlainOnly of a path that needs kustomize or Helm, or of any path
+// with post-render changes (Settings.PostRender).
 var ErrNeedsEngine = errors.New("path needs kustomize or Helm")
 
 // kustomizationFileNames are the names kustomize recognises, in its order.
@@ -128,14 +129,17 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 
 	var docs []decodedObject
 	switch {
-	case opts.PlainOnly && (isKustomizeDir(repo, rel) || isChartDir(repo, rel)):
-		return nil, ErrNeedsEngine
+	case opts.PlainOnly && (isKustomizeDir(repo, rel) || isChartDir(repo, rel) || !opts.Settings.PostRender.IsZero()):
+		return nil, ErrNeedsEngine // post-render changes are tenant input run where they can be stopped
 	case isKustomizeDir(repo, rel):
 		docs, err = renderKustomize(ctx, repo, rel, opts)
 	case isChartDir(repo, rel):
 		docs, err = renderHelm(ctx, repo, rel, opts) // helm.go
 	default:
 		docs, err = renderPlain(ctx, repo, rel, opts)
+	}
+	if err == nil {
+		docs, err = postRender(rel, docs, opts) // postrender.go
 	}
 	if err != nil {
 		return nil, err

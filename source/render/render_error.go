@@ -41,6 +41,10 @@ var (
 	// errHelm: Helm refused the chart (a template error, a dependency not
 	// vendored, a values file that is not a map, a kubeVersion constraint).
 	errHelm = errors.New("helm chart failed")
+	// errPostRender: a post-render change (spec.patches, spec.images,
+	// spec.commonMetadata) could not be made, or a patch's target matched
+	// nothing.
+	errPostRender = errors.New("post-render change failed")
 )
 
 // Error says where in the checkout rendering failed and why. Its message

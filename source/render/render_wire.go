@@ -12,7 +12,7 @@ import (
 var classes = func() map[string]error {
 	m := map[string]error{}
 	for _, c := range []error{ErrOutsideRoot, ErrTooLarge, ErrOverBudget, errInvalidYAML, errInvalidObject,
-		errDuplicate, errNotFound, errRemoteDisabled, errKustomize, errHelm} {
+		errDuplicate, errNotFound, errRemoteDisabled, errKustomize, errHelm, errPostRender} {
 		m[c.Error()] = c
 	}
 	return m

@@ -3,10 +3,12 @@ package render
 import (
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/ignore"
+	"gitsync.dev/gitsync/source/postrender"
 )
 
 // Settings are one source's own choices about how its path renders
-// (spec.helm, spec.ignore), beside the agent's caps in Options. Two sources
+// (spec.helm, spec.ignore, and the changes made after any render:
+// spec.patches, spec.images, spec.commonMetadata), beside the agent's caps in Options. Two sources
 // with the same path render alike only with equal settings, so caches key
 // renders by Key as well.
 type Settings struct {
@@ -16,6 +18,18 @@ type Settings struct {
 	// Ignore adds rules to the defaults and the repository's .gitsyncignore
 	// files (see package ignore).
 	Ignore ignore.Options
+	// PostRender are changes made to the rendered objects whatever rendered
+	// them (see package postrender); zero changes nothing.
+	PostRender postrender.Options
+}
+
+// PostRenderKey names the post-render changes; "" for none, so sources
+// without any share renders as before.
+func (s Settings) PostRenderKey() string {
+	if d := s.PostRender.Digest(); d != "" {
+		return "post:" + d
+	}
+	return ""
 }
 
 // IgnoreKey names the ignore rules; "" for none beyond the defaults.
