@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -177,10 +178,12 @@ func missingDependencies(c *chart.Chart) []*chart.Dependency {
 func checkDependencies(c *chart.Chart) error {
 	var names []string
 	for _, d := range missingDependencies(c) {
-		names = append(names, d.Name)
+		if !slices.Contains(names, d.Name) {
+			names = append(names, d.Name)
+		}
 	}
 	if len(names) > 0 {
-		return fmt.Errorf("dependencies %s are not in charts/ and come from no chart repository or file:// directory gitsync can read",
+		return fmt.Errorf("dependencies %s are not in charts/ and were not downloaded (a dependency needs a file://, http(s):// or oci:// repository, or the chart in charts/)",
 			strings.Join(names, ", "))
 	}
 	return nil
