@@ -15,9 +15,9 @@ import (
 	"gitsync.dev/gitsync/engine"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/redact"
+	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
-	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/tenant"
 )
 

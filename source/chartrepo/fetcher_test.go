@@ -159,7 +159,6 @@ func TestResolveCaps(t *testing.T) {
 	}
 }
 
-
 // TestResolveThroughEgress: with the agent's guard, a repository on
 // loopback is refused before any request reaches it, unless the operator
 // allowed loopback.
