@@ -1,6 +1,7 @@
 package chartrepo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,22 +13,22 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"gitsync.dev/gitsync/source/helm"
 )
 
 // index is the part of a repository's index.yaml a resolution reads.
 type index struct {
-	APIVersion string                  `json:"apiVersion"`
-	Entries    map[string][]indexEntry `json:"entries"`
+	APIVersion string                  `yaml:"apiVersion"`
+	Entries    map[string][]indexEntry `yaml:"entries"`
 }
 
 // indexEntry is one version of one chart.
 type indexEntry struct {
-	Version string   `json:"version"`
-	URLs    []string `json:"urls"`
-	Digest  string   `json:"digest"`
+	Version string   `yaml:"version"`
+	URLs    []string `yaml:"urls"`
+	Digest  string   `yaml:"digest"`
 }
 
 // cachedIndex is an answer kept IndexTTL: an HTTP repository's index, an
@@ -126,7 +127,9 @@ func (f *Fetcher) index(ctx context.Context, repo string, acc Access) (*index, e
 			return nil, err
 		}
 		var idx index
-		if err := yaml.Unmarshal(data, &idx); err != nil {
+		// yaml.v3 straight into the struct: sigs.k8s.io/yaml's detour
+		// through JSON allocated half as much again.
+		if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&idx); err != nil {
 			return nil, fmt.Errorf("index.yaml is not a Helm repository index: %w", err)
 		}
 		if idx.APIVersion == "" {
