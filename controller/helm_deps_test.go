@@ -152,6 +152,9 @@ func TestChartDependencies(t *testing.T) {
 // naming the repository and the field to set) and applies nothing; once
 // spec.helm.repositories names Secrets with them, it applies. The password
 // never appears in the status.
+//
+// Checked by dropping the credentials getCapped puts in the settings: the
+// GitSync then stays AuthenticationRequired after the Secrets are named.
 func TestChartDependencyCredentials(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)

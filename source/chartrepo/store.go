@@ -8,16 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // store keeps chart archives on disk, one file per SHA-256 digest.
-type store struct{ dir string }
+type store struct {
+	dir string
+	// verified are the digests whose file this process wrote or hashed
+	// already, so a resolve of a stored chart does not hash it again (the
+	// render checks the digest of what it reads anyway).
+	verified *sync.Map
+}
 
 func newStore(dir string) (store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return store{}, fmt.Errorf("chart cache %s: %w", dir, err)
 	}
-	return store{dir: dir}, nil
+	return store{dir: dir, verified: &sync.Map{}}, nil
 }
 
 // path is where the archive of digest ("sha256:<hex>") lies.
@@ -39,6 +46,12 @@ func (s store) has(digest string) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	if _, ok := s.verified.Load(digest); ok {
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+		s.verified.Delete(digest)
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return p, false
@@ -47,6 +60,7 @@ func (s store) has(digest string) (string, bool) {
 	_, err = io.Copy(h, f)
 	f.Close()
 	if err == nil && "sha256:"+hex.EncodeToString(h.Sum(nil)) == digest {
+		s.verified.Store(digest, true)
 		return p, true
 	}
 	os.Remove(p)
@@ -82,5 +96,6 @@ func (s store) put(digest string, data []byte) (string, error) {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("chart cache: %w", err)
 	}
+	s.verified.Store(digest, true)
 	return p, nil
 }
