@@ -38,6 +38,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require gotest.tools/v3 v3.5.2 // indirect
+
 require (
 	cel.dev/cel-go v0.33.2
 	cel.dev/expr v0.25.1 // indirect
@@ -45,7 +47,6 @@ require (
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
-	gotest.tools/v3 v3.5.2 // indirect
 )
 
 require (

@@ -28,6 +28,7 @@ import (
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
+	"gitsync.dev/gitsync/source/chartrepo"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	sourcerender "gitsync.dev/gitsync/source/render"
 )
@@ -191,6 +192,15 @@ func newReconciler(ctx context.Context, mgr manager.Manager, opts Options) (*con
 		o.Settings = s // the GitSync's spec.helm and spec.ignore
 		return renderer.Render(ctx, root, path, o)
 	}
+	charts, err := chartrepo.New(chartrepo.Options{
+		Dir:           filepath.Join(fopts.Dir, "charts"),
+		Egress:        &ropts.Egress,
+		MaxChartBytes: render.MaxFileBytes, // a larger archive could not be rendered
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	copts.Dependencies = source.ChartDependencies{Fetcher: charts, Render: render}
 	srcCache, err := source.NewCache(copts)
 	if err != nil {
 		return nil, nil, err

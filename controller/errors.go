@@ -12,6 +12,7 @@ import (
 	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/livecache"
+	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 )
@@ -56,9 +57,18 @@ func asSyncError(err error, reason string) *syncError {
 func classifyFetch(err error) error {
 	var re *render.Error
 	var se *syncError
+	var ae *chartrepo.AuthError
+	var tl *chartrepo.TooLargeError
 	switch {
 	case errors.As(err, &se):
 		return err // classified already
+	case errors.As(err, &ae) && ae.Anonymous:
+		// Retried, not Stalled: the Secret may be added at any moment.
+		return retry(v1.ReasonAuthenticationRequired, err)
+	case errors.As(err, &ae):
+		return retry(v1.ReasonAuthenticationFailed, err)
+	case errors.As(err, &tl):
+		return stalled(v1.ReasonRenderFailed, err)
 	case errors.Is(err, git.ErrInvalidSource):
 		return stalled(v1.ReasonInvalidSpec, err)
 	case errors.As(err, &re):

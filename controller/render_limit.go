@@ -9,6 +9,7 @@ import (
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/budget"
+	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 )
@@ -17,7 +18,7 @@ import (
 // gs's cap. A revision over the agent's cap already failed to render (a
 // render.Error naming --max-objects); one over a lower
 // spec.maxObjects fails here the same way, naming that field.
-func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, tgt *cluster.Target, src git.Source, rev git.Revision) (*source.Artifact, error) {
+func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, tgt *cluster.Target, src git.Source, rev git.Revision, charts chartrepo.Access) (*source.Artifact, error) {
 	limit, err := prepare.MaxObjects(gs, r.opts.MaxObjects)
 	if err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, err)
@@ -26,6 +27,7 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, tgt *
 	if err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, err)
 	}
+	settings.Charts = charts // spec.helm.repositories, read by the caller
 	capsErr := withCapabilities(ctx, &settings, tgt)
 	// Render children are shared fairly between namespaces (source/sandbox).
 	art, err := r.opts.Cache.GetRevisionWith(budget.WithOwner(ctx, gs.Namespace), src, rev, settings)

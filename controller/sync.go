@@ -19,6 +19,7 @@ import (
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/redact"
+	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/tenant"
@@ -104,7 +105,12 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
-	rendered, err := r.render(ctx, gs, st, tgt, src, rev)
+	charts, err := chartAccess(ctx, gs, view)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	rendered, err := r.render(ctx, gs, st, tgt, src, rev, charts)
 	if err != nil {
 		out.err = err
 		return out
@@ -217,11 +223,11 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 
 // render returns the objects of rev; a permanent failure is remembered so
 // the same broken commit is not fetched and rendered again.
-func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, src git.Source, rev git.Revision) (*render.Rendered, error) {
+func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, src git.Source, rev git.Revision, charts chartrepo.Access) (*render.Rendered, error) {
 	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
 		return nil, err
 	}
-	art, err := r.getCapped(ctx, gs, tgt, src, rev)
+	art, err := r.getCapped(ctx, gs, tgt, src, rev, charts)
 	if err == nil && len(art.Rendered.Objects) == 0 && !gs.Spec.AllowEmpty {
 		err = stalled(v1.ReasonRenderFailed, fmt.Errorf("path %q at %s renders no objects (set spec.allowEmpty to sync an empty set)", src.Path, rev))
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/render"
 )
 
@@ -31,6 +32,10 @@ type CacheOptions struct {
 	// MaxBytes bounds the approximate size (JSON bytes) of the renders kept;
 	// 0 means only MaxEntries applies.
 	MaxBytes int64
+	// Dependencies, when set, downloads a chart's dependencies from chart
+	// repositories before it renders; nil leaves them to the render (which
+	// refuses a chart whose dependencies are not vendored).
+	Dependencies DependencyResolver
 }
 
 // DefaultCacheOptions keeps up to 4,096 renders and 256 MiB of them
@@ -92,6 +97,7 @@ type Cache struct {
 	mu       sync.Mutex
 	contents *lru[string]         // url|commit|path → content key
 	renders  *lru[*packedRender]  // url|content key|path → render, packed
+	needs    *lru[[]helm.Need]    // url|content key|path → chart dependencies to download
 	last     map[string]*Artifact // kept (packed) artifacts
 }
 
@@ -111,6 +117,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		opts:     opts,
 		contents: newLRU[string](opts.MaxEntries*4, 0),
 		renders:  newLRU[*packedRender](opts.MaxEntries, opts.MaxBytes),
+		needs:    newLRU[[]helm.Need](opts.MaxEntries, 0),
 		last:     map[string]*Artifact{},
 	}, nil
 }
@@ -135,14 +142,20 @@ func (c *Cache) GetRevision(ctx context.Context, src git.Source, rev git.Revisio
 // whose settings differ get renders of their own (see renderKey).
 func (c *Cache) GetRevisionWith(ctx context.Context, src git.Source, rev git.Revision, s render.Settings) (*Artifact, error) {
 	key := keyOf(rev.URL, rev.Commit, pathKey(src.CleanPath(), s))
-	if a, ok := c.lookup(key, rev, s); ok {
+	s, resolved, err := c.resolvedSettings(ctx, rev, key, s)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := c.lookup(key, rev, s); ok && resolved {
 		c.remember(src, a)
 		return a, nil
 	}
 	// The load runs detached from any one caller's cancellation, since other
 	// callers may be waiting on it; the Fetcher's timeout still bounds it.
-	ch := c.group.DoChan(key+"\x00"+s.HelmKey(), func() (any, error) {
-		return c.load(context.WithoutCancel(ctx), src, rev, key, s)
+	// Callers with other chart credentials do not share a load that
+	// downloads with them.
+	ch := c.group.DoChan(key+"\x00"+s.HelmKey()+"\x00"+s.Charts.Fingerprint(), func() (any, error) {
+		return c.load(context.WithoutCancel(ctx), src, rev, key, s, resolved)
 	})
 	select {
 	case <-ctx.Done():
@@ -197,7 +210,7 @@ func (c *Cache) lookup(key string, rev git.Revision, s render.Settings) (*Artifa
 
 // load fetches rev, and renders it unless a render of the same content key
 // is cached.
-func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key string, s render.Settings) (*Artifact, error) {
+func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key string, s render.Settings, resolved bool) (*Artifact, error) {
 	f := c.opts.Fetcher
 	rev, err := f.Fetch(ctx, src, rev)
 	if err != nil {
@@ -209,6 +222,15 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	}
 	ck := in.Key
 	path := src.CleanPath()
+	// A chart's dependencies are read from its checkout the first time its
+	// content is seen; the checkout then serves the render too.
+	dir := ""
+	if !resolved && c.opts.Dependencies != nil && strings.HasPrefix(ck, git.ChartKeyPrefix) {
+		if s, dir, err = c.loadDependencies(ctx, src, rev, ck, in.Dirs, s); err != nil {
+			return nil, fmt.Errorf("%s render %s: %w", rev, path, err)
+		}
+		defer os.RemoveAll(dir)
+	}
 	rkey := renderKey(rev.URL, ck, pathKey(path, s), s)
 	c.mu.Lock()
 	p, hit := c.renders.get(rkey)
@@ -225,7 +247,7 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	if !hit {
 		// Only what the render reads: the path, or the path and the bases
 		// its kustomizations name, or everything.
-		if r, err = c.render(ctx, src, rev, path, in.Dirs, s); err != nil {
+		if r, err = c.render(ctx, src, rev, path, in.Dirs, dir, s); err != nil {
 			return nil, err
 		}
 		// A render that cannot be packed (it always can: it came from
@@ -242,12 +264,16 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck, packed: p}, nil
 }
 
-func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path string, dirs []string, s render.Settings) (*render.Rendered, error) {
-	dir, err := c.opts.Fetcher.CheckoutTrees(ctx, src, rev, dirs)
-	if err != nil {
-		return nil, err
+// render renders path of rev's checkout: dir when the caller has one,
+// else a new one of dirs.
+func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path string, dirs []string, dir string, s render.Settings) (*render.Rendered, error) {
+	if dir == "" {
+		var err error
+		if dir, err = c.opts.Fetcher.CheckoutTrees(ctx, src, rev, dirs); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
 	r, err := c.opts.Render(ctx, dir, path, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s render %s: %w", rev, path, err)

@@ -56,6 +56,11 @@ func RefsOf(gs *v1.GitSync) []Ref {
 	if d := gs.Spec.Decryption; d != nil {
 		secret(d.SecretRef.Name, "spec.decryption.secretRef")
 	}
+	if h := gs.Spec.Helm; h != nil {
+		for i, repo := range h.Repositories {
+			secret(repo.SecretRef.Name, fmt.Sprintf("spec.helm.repositories[%d].secretRef", i))
+		}
+	}
 	return out
 }
 

@@ -345,6 +345,29 @@ type HelmSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	IncludeCRDs *bool `json:"includeCRDs,omitempty"`
+
+	// Repositories give credentials for the chart repositories the chart's
+	// Chart.yaml dependencies are downloaded from (those not vendored in
+	// charts/). A repository not listed is read anonymously.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Repositories []HelmRepository `json:"repositories,omitempty"`
+}
+
+// HelmRepository names the credentials of one chart repository.
+type HelmRepository struct {
+	// URL is the repository as Chart.yaml names it: an http(s):// Helm
+	// repository (matched exactly, a trailing slash aside) or an oci://
+	// registry (matched by host, as `helm registry login`).
+	// +kubebuilder:validation:Pattern=`^(https?|oci)://[^@/]+(/.*)?$`
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// SecretRef names a Secret in the GitSync's namespace with keys
+	// username and password, or (for an oci:// registry) a
+	// kubernetes.io/dockerconfigjson Secret whose .dockerconfigjson has an
+	// entry for the registry's host.
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // DependencyReference names another GitSync.

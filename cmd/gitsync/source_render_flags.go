@@ -42,6 +42,9 @@ type renderFlags struct {
 	PostRender string
 	// Limits are the render budget, as gitsync run's.
 	Limits renderLimitFlags
+	// HelmRepos locate the Helm configuration whose credentials chart
+	// dependencies are downloaded with.
+	HelmRepos helmRepoFlags
 
 	// defaultRelease and namespace are set by the command: its --name and the
 	// namespace objects without one go to (.Release.Namespace).
@@ -61,6 +64,7 @@ func (o *renderFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReleaseName, "release-name", "", "Release name a Helm chart directory's templates see (default: --name, else the chart's name).")
 	fs.StringArrayVar(&o.Ignore, "ignore", nil, "Extra ignore rule in .gitignore syntax, from the repository root (repeatable), as spec.ignore; .gitsyncignore files are read too.")
 	fs.StringVar(&o.PostRender, "post-render", "", "YAML file of changes made after the render, as a GitSync's spec: patches, images and commonMetadata keys.")
+	o.HelmRepos.AddFlags(fs)
 	o.Limits.AddFlags(fs, false)
 }
 
@@ -180,18 +184,27 @@ func (o *renderFlags) useTarget(name string, t *targetOptions) {
 // gets the cluster's capabilities first, when the command has a cluster
 // (its discovery is read only then: a plain path asks nothing).
 func (o *renderFlags) render(ctx context.Context, root, path string, ropts sourcerender.Options) (*sourcerender.Rendered, error) {
-	if o.capabilities != nil && isChartDir(filepath.Join(root, path)) {
+	if !isChartDir(filepath.Join(root, path)) {
+		return o.Limits.render(ctx, root, path, ropts)
+	}
+	h := helm.DefaultOptions()
+	if ropts.Settings.Helm != nil {
+		h = *ropts.Settings.Helm
+	}
+	if o.capabilities != nil {
 		caps, err := o.capabilities(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("helm capabilities of the cluster: %w", err)
 		}
-		h := helm.DefaultOptions()
-		if ropts.Settings.Helm != nil {
-			h = *ropts.Settings.Helm
-		}
 		h.Capabilities = caps
-		ropts.Settings.Helm = &h
 	}
+	// Dependencies charts/ does not hold are downloaded here, in this
+	// process; the render (a child) only reads the archives.
+	h, err := o.HelmRepos.dependencies(ctx, root, path, ropts, h)
+	if err != nil {
+		return nil, err
+	}
+	ropts.Settings.Helm = &h
 	return o.Limits.render(ctx, root, path, ropts)
 }
 

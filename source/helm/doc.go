@@ -5,9 +5,12 @@
 //   - Pure: every byte comes through the caller's Files, which confines reads
 //     to the repository and charges them against the render's caps. Helm's own
 //     directory loader is not used (it follows symlinks anywhere). Nothing is
-//     fetched: dependencies must be vendored under the chart's charts/
-//     directory, `lookup` sees an empty cluster, DNS functions answer "", and
-//     values.schema.json is validated without loading any $ref (Helm's own
+//     fetched: a dependency charts/ does not hold is added from a file://
+//     directory of the repository or from an archive the caller downloaded
+//     (Options.Dependencies, found with Needs, read through Files.Archive and
+//     checked against its digest), every archive unpacked within the
+//     render's caps (Files.Charge); `lookup` sees an empty cluster, DNS
+//     functions answer "", and values.schema.json is validated without loading any $ref (Helm's own
 //     validator resolves them against the agent's disk and the network).
 //   - Capabilities are what the caller gives (Options.Capabilities: the
 //     target cluster's version and served API list, as `helm install` sees

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -23,8 +24,42 @@ const maxLinkDepth = 8
 // load reads the chart at dir through files and builds it in memory, as
 // Helm's directory loader would but without leaving the repository: the
 // chart's .helmignore (and Helm's default of dot files in templates/) is
-// honoured, and every dependency must be vendored in charts/.
-func load(ctx context.Context, files Files, dir string) (*chart.Chart, error) {
+// honoured. A dependency charts/ does not hold is added as `helm dependency
+// build` would add it: a file:// one from its directory in the repository,
+// one of a chart repository from archives (downloaded by the caller); any
+// still missing is an error.
+func load(ctx context.Context, files Files, dir string, archives []Archive) (*chart.Chart, error) {
+	out, err := chartFiles(ctx, files, dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := loader.LoadFiles(out)
+	if err != nil {
+		return nil, &Error{Path: dir, Detail: "chart not loadable", Err: err}
+	}
+	missing := missingDependencies(c)
+	if len(missing) == 0 {
+		return c, nil
+	}
+	added, err := addDependencies(ctx, files, dir, missing, archives)
+	if err != nil {
+		return nil, err
+	}
+	if len(added) > 0 {
+		if c, err = loader.LoadFiles(append(out, added...)); err != nil {
+			return nil, &Error{Path: dir, Detail: "chart not loadable with its dependencies", Err: err}
+		}
+	}
+	if err := checkDependencies(c); err != nil {
+		return nil, &Error{Path: dir, Detail: err.Error()}
+	}
+	return c, nil
+}
+
+// chartFiles reads every file of the chart at dir that its .helmignore
+// keeps, named relative to dir. An archive under charts/ is unpacked within
+// the render's caps first (checkArchive).
+func chartFiles(ctx context.Context, files Files, dir string) ([]*loader.BufferedFile, error) {
 	rules := helmignore.Empty()
 	if data, err := readIfExists(ctx, files, path.Join(dir, helmignore.HelmIgnore)); err != nil {
 		return nil, err
@@ -39,14 +74,14 @@ func load(ctx context.Context, files Files, dir string) (*chart.Chart, error) {
 	if err := l.walk(dir, 0); err != nil {
 		return nil, err
 	}
-	c, err := loader.LoadFiles(l.out)
-	if err != nil {
-		return nil, &Error{Path: dir, Detail: "chart not loadable", Err: err}
+	for _, f := range l.out {
+		if isChartArchive(f.Name) {
+			if err := checkArchive(files, path.Join(dir, f.Name), f.Data, 0); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if err := checkDependencies(c); err != nil {
-		return nil, &Error{Path: dir, Detail: err.Error()}
-	}
-	return c, nil
+	return l.out, nil
 }
 
 // chartLoader collects a chart directory's files.
@@ -120,24 +155,36 @@ func readIfExists(ctx context.Context, files Files, name string) ([]byte, error)
 	return files.ReadFile(ctx, name)
 }
 
-// checkDependencies refuses a chart whose Chart.yaml names a dependency that
-// is not vendored under charts/: gitsync never downloads one, and Helm would
-// otherwise render the chart without it. Like Helm, only the top chart's
-// list is checked.
-func checkDependencies(c *chart.Chart) error {
+// missingDependencies are the entries of c's Chart.yaml that no chart
+// under charts/ has the name of. Like Helm, only the top chart's list is
+// read.
+func missingDependencies(c *chart.Chart) []*chart.Dependency {
 	have := map[string]bool{}
 	for _, sub := range c.Dependencies() {
 		have[sub.Name()] = true
 	}
-	var missing []string
+	var missing []*chart.Dependency
 	for _, d := range c.Metadata.Dependencies {
 		if d != nil && !have[d.Name] {
-			missing = append(missing, d.Name)
+			missing = append(missing, d)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("dependencies %s are not in charts/; gitsync does not download charts: run `helm dependency build` and commit charts/",
-			strings.Join(missing, ", "))
+	return missing
+}
+
+// checkDependencies refuses a chart whose Chart.yaml names a dependency
+// that is neither in charts/ nor was added: Helm would otherwise render the
+// chart without it.
+func checkDependencies(c *chart.Chart) error {
+	var names []string
+	for _, d := range missingDependencies(c) {
+		if !slices.Contains(names, d.Name) {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("dependencies %s are not in charts/ and were not downloaded (a dependency needs a file://, http(s):// or oci:// repository, or the chart in charts/)",
+			strings.Join(names, ", "))
 	}
 	return nil
 }

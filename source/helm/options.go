@@ -20,6 +20,12 @@ type Files interface {
 	Stat(name string) (fs.FileInfo, error)
 	// ReadFile reads a regular file, charging it against the render's caps.
 	ReadFile(ctx context.Context, name string) ([]byte, error)
+	// Charge counts size bytes of name, a file that is not read through
+	// ReadFile (a member of a chart archive), against the render's caps.
+	Charge(name string, size int64) error
+	// Archive reads a downloaded chart archive from a.File, charged against
+	// the render's caps as a file of the repository named name would be.
+	Archive(ctx context.Context, name string, a Archive) ([]byte, error)
 }
 
 // DefaultKubeVersion is the Kubernetes version templates see in
@@ -61,6 +67,12 @@ type Options struct {
 	// Capabilities are the target cluster's; the zero value renders as for
 	// no cluster (DefaultKubeVersion, Helm's API list).
 	Capabilities
+	// Dependencies are archives the caller downloaded for Chart.yaml
+	// dependencies that charts/ does not hold (see Needs); each is added as
+	// charts/<name>-<version>.tgz, as `helm dependency build` would. They
+	// are in Digest by name, version and digest, so a render is keyed by
+	// what the dependencies resolved to.
+	Dependencies []Archive `json:",omitempty"`
 	// Budget is charged with each rendered document as the output is split,
 	// so a template cannot turn a small repository into an unbounded render;
 	// nil charges nothing. It is not a setting: Digest leaves it out.
@@ -84,7 +96,8 @@ func (o Options) Digest() string {
 		V       map[string]any
 		C       bool
 		A       []string
-	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.APIVersions})
+		D       []string `json:",omitempty"`
+	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.APIVersions, o.dependencyKeys()})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -100,4 +113,14 @@ type Manifest struct {
 	// by one newline; for a CRD file, the whole file as it is (it may hold
 	// several "---"-separated documents), ended by a newline.
 	Data []byte
+}
+
+// dependencyKeys name the dependencies for Digest; where an archive lies
+// on disk is not part of what renders.
+func (o Options) dependencyKeys() []string {
+	var out []string
+	for _, a := range o.Dependencies {
+		out = append(out, a.Name+"@"+a.Version+"@"+a.Digest)
+	}
+	return out
 }

@@ -55,7 +55,7 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 	if err != nil {
 		return nil, err
 	}
-	c, err := load(ctx, files, dir)
+	c, err := load(ctx, files, dir, opts.Dependencies)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,12 @@ func (r rootFiles) ReadFile(_ context.Context, name string) ([]byte, error) {
 	return r.root.ReadFile(name)
 }
 
+func (r rootFiles) Charge(string, int64) error { return nil }
+
+func (r rootFiles) Archive(_ context.Context, _ string, a Archive) ([]byte, error) {
+	return os.ReadFile(a.File)
+}
+
 // writeTree writes files (path → content) below dir.
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"gitsync.dev/gitsync/source/budget"
@@ -87,4 +89,64 @@ func (f helmFiles) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, err
 	}
 	return f.repo.readFile(ctx, rel)
+}
+
+// Charge counts a member of a chart archive like a file of the repository.
+func (f helmFiles) Charge(name string, size int64) error {
+	return f.repo.budget.take(name, size)
+}
+
+// Archive reads a chart the agent downloaded (helm.Options.Dependencies),
+// charged like a file of the repository named name: the same size cap, the
+// same total. Its path is the agent's (a file of its chart cache), never
+// the repository's.
+func (f helmFiles) Archive(ctx context.Context, name string, a helm.Archive) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	file, err := os.Open(a.File)
+	if err != nil {
+		return nil, &Error{Class: errNotFound, Path: name, Detail: fmt.Sprintf("downloaded chart %s %s cannot be read", a.Name, a.Version), Err: unwrapPathError(err)}
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, &Error{Class: errNotFound, Path: name, Detail: "cannot read", Err: unwrapPathError(err)}
+	}
+	if err := f.repo.budget.take(name, fi.Size()); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(file, fi.Size()+1))
+	if err != nil || int64(len(data)) != fi.Size() {
+		return nil, &Error{Class: errNotFound, Path: name, Detail: "changed while being read", Err: err}
+	}
+	return data, nil
+}
+
+// ChartNeeds returns what the chart at path of root needs downloaded before
+// it renders (helm.Needs), read with the render's confinement and caps; nil
+// when path is not a chart. It reads small files only, so the agent calls
+// it itself, before handing the render to a child.
+func ChartNeeds(ctx context.Context, root, path string, opts Options) ([]helm.Need, error) {
+	opts = opts.withDefaults()
+	rel, err := localPath(path)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := openRepoRoot(root, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	if rel, err = repo.resolve(rel); err != nil {
+		return nil, err
+	}
+	if !isChartDir(repo, rel) {
+		return nil, nil
+	}
+	needs, err := helm.Needs(ctx, helmFiles{repo}, filepath.ToSlash(rel))
+	if err != nil {
+		return nil, helmErr(err)
+	}
+	return needs, nil
 }

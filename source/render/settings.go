@@ -1,6 +1,7 @@
 package render
 
 import (
+	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/ignore"
 	"gitsync.dev/gitsync/source/postrender"
@@ -15,6 +16,11 @@ type Settings struct {
 	// Helm says how to render a chart directory (a path holding Chart.yaml);
 	// nil renders it with the chart's own values, release name = chart name.
 	Helm *helm.Options
+	// Charts are the credentials the chart's dependencies are downloaded
+	// with (spec.helm.repositories; the user's Helm configuration on a
+	// laptop). They are the agent's business: never sent to a render child
+	// and not in any key but the downloader's own.
+	Charts chartrepo.Access `json:"-"`
 	// Ignore adds rules to the defaults and the repository's .gitsyncignore
 	// files (see package ignore).
 	Ignore ignore.Options

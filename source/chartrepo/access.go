@@ -1,0 +1,103 @@
+package chartrepo
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"strings"
+)
+
+// Repository is one chart repository's credentials.
+type Repository struct {
+	// URL is the repository: an http(s):// Helm repository (matched
+	// exactly, as repositories.yaml does, a trailing slash aside) or an
+	// oci:// registry (matched by host, as `helm registry login`).
+	URL string
+	// Username and Password are sent as HTTP basic authentication (HTTP)
+	// or to the registry's token service (OCI).
+	Username, Password string
+}
+
+// Access is what one caller may present to chart repositories. The zero
+// value is anonymous everywhere.
+type Access struct {
+	Repositories []Repository
+}
+
+// forURL returns the credentials for repo, if any.
+func (a Access) forURL(repo string) (Repository, bool) {
+	if host, ok := ociHost(repo); ok {
+		for _, r := range a.Repositories {
+			if h, ok := ociHost(r.URL); ok && h == host {
+				return r, true
+			}
+		}
+		return Repository{}, false
+	}
+	want := strings.TrimSuffix(repo, "/")
+	for _, r := range a.Repositories {
+		if strings.TrimSuffix(r.URL, "/") == want {
+			return r, true
+		}
+	}
+	return Repository{}, false
+}
+
+// ociHost is the registry host of an oci:// URL.
+func ociHost(repo string) (string, bool) {
+	rest, ok := strings.CutPrefix(repo, "oci://")
+	if !ok {
+		return "", false
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	return host, true
+}
+
+// keySalt makes Access keys useless outside this process: they are
+// compared, never reversed, and never leave memory.
+var keySalt = func() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}()
+
+// Key names the credentials repo is read with, so a cache of what a
+// repository answered one caller is never handed to a caller with other
+// (or no) credentials. It is a salted hash, never the credentials.
+func (a Access) Key(repo string) string {
+	r, ok := a.forURL(repo)
+	if !ok {
+		return "anonymous"
+	}
+	h := sha256.New()
+	h.Write(keySalt)
+	for _, s := range []string{r.Username, r.Password} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// sameHost reports whether a chart URL is on the repository's host (and
+// scheme), where the repository's credentials may be sent.
+func sameHost(repo, chart *url.URL) bool {
+	return repo.Scheme == chart.Scheme && repo.Host == chart.Host
+}
+
+// Fingerprint names all of a's credentials at once (a salted hash), for
+// callers that must not share work done with other credentials.
+func (a Access) Fingerprint() string {
+	if len(a.Repositories) == 0 {
+		return "anonymous"
+	}
+	h := sha256.New()
+	h.Write(keySalt)
+	for _, r := range a.Repositories {
+		for _, s := range []string{r.URL, r.Username, r.Password} {
+			h.Write([]byte(s))
+			h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
