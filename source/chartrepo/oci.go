@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"gitsync.dev/gitsync/source/helm"
+	"gitsync.dev/gitsync/source/oci"
 )
 
 // Media types of a Helm chart in an OCI registry.
@@ -186,7 +187,10 @@ func (f *Fetcher) remoteOptions(ctx context.Context, repo string, acc Access) []
 	}
 	return []remote.Option{
 		remote.WithContext(ctx),
-		remote.WithTransport(f.client.Transport),
+		// A chart's oci:// URL cannot say "no TLS": http is refused but to
+		// loopback, where the library would otherwise pick it for private
+		// addresses too.
+		remote.WithTransport(&oci.SchemeGuard{Next: f.client.Transport, PlainLoopback: true}),
 		remote.WithAuth(auth),
 		remote.WithUserAgent("gitsync"),
 		remote.WithRetryStatusCodes(), // the caller's next reconcile retries

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sort"
 
 	"github.com/Masterminds/semver/v3"
@@ -93,7 +94,7 @@ func New(opts Options) *Client {
 // remoteOptions are the library's options.
 func (c *Client) remoteOptions() []remote.Option {
 	out := []remote.Option{
-		remote.WithTransport(&schemeGuard{next: c.opts.Transport, plainHTTP: c.opts.PlainHTTP}),
+		remote.WithTransport(&SchemeGuard{Next: c.opts.Transport, PlainHTTP: c.opts.PlainHTTP}),
 	}
 	switch {
 	case c.opts.Auth != nil:
@@ -107,21 +108,40 @@ func (c *Client) remoteOptions() []remote.Option {
 	return out
 }
 
-// schemeGuard refuses plain HTTP unless allowed: go-containerregistry
-// chooses http by itself for loopback, ".local" and RFC 1918 registries.
-type schemeGuard struct {
-	next      http.RoundTripper
-	plainHTTP bool
+// SchemeGuard refuses requests over plain HTTP unless allowed:
+// go-containerregistry chooses http by itself for loopback, ".local" and
+// RFC 1918 registries, where anyone on the path could then swap what is
+// read. Every registry request gitsync sends goes through one.
+type SchemeGuard struct {
+	// Next sends the requests let through.
+	Next http.RoundTripper
+	// PlainHTTP lets every http request through (an operator's or user's
+	// explicit choice).
+	PlainHTTP bool
+	// PlainLoopback lets http through to loopback hosts only (a registry
+	// on the same machine; the egress guard still decides whether it may be
+	// dialled at all).
+	PlainLoopback bool
 }
 
 // ErrPlainHTTP marks a request refused because it would be sent over HTTP.
 var ErrPlainHTTP = errors.New("plain HTTP to a registry is refused")
 
-func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" && !g.plainHTTP {
+// RoundTrip sends req through Next unless it is refused.
+func (g *SchemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" && !g.PlainHTTP && !(g.PlainLoopback && isLoopback(req.URL.Hostname())) {
 		return nil, fmt.Errorf("%s %s: %w (allow it explicitly for a registry without TLS)", req.Method, req.URL.Host, ErrPlainHTTP)
 	}
-	return g.next.RoundTrip(req)
+	return g.Next.RoundTrip(req)
+}
+
+// isLoopback reports whether host is "localhost" or a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // Resolve returns the revision a's Ref selects now: a digest as it is
