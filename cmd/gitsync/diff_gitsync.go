@@ -186,15 +186,7 @@ func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, er
 	if path == "" {
 		path = "."
 	}
-	ropts, err := o.renderOptionsIn("")
-	if err != nil {
-		return nil, err
-	}
-	r, err := o.Rendering.render(ctx, root, path, ropts)
-	if err != nil {
-		return nil, fmt.Errorf("render %s of %s: %w", path, o.Dir, err)
-	}
-	return &renderedSource{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
+	return o.renderTop(ctx, root, path, o.Dir, fmt.Sprintf("%s of %s", path, o.Dir))
 }
 
 // renderRemote fetches the GitSync's repository (or --url) at its ref (or

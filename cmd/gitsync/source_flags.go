@@ -365,7 +365,12 @@ func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source, 
 	if err != nil {
 		return nil, err
 	}
-	path := src.Path
+	return o.renderTop(ctx, checkout, src.Path, rev.String(), fmt.Sprintf("%s at %s", sourcegit.RedactURL(src.URL), rev))
+}
+
+// renderTop renders path ("" is the top) of a checkout or pulled artifact
+// whose whole tree is top, labelled revision; errors name what.
+func (o *sourceOptions) renderTop(ctx context.Context, top, path, revision, what string) (*renderedSource, error) {
 	if path == "" {
 		path = "."
 	}
@@ -373,11 +378,11 @@ func (o *sourceOptions) renderSource(ctx context.Context, src sourcegit.Source, 
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Rendering.render(ctx, checkout, path, ropts)
+	r, err := o.Rendering.render(ctx, top, path, ropts)
 	if err != nil {
-		return nil, fmt.Errorf("render %s at %s: %w", sourcegit.RedactURL(src.URL), rev, err)
+		return nil, fmt.Errorf("render %s: %w", what, err)
 	}
-	return &renderedSource{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
+	return &renderedSource{Objects: r.Objects, Revision: revision, SOPS: r.SOPSLookup}, nil
 }
 
 // renderArtifact resolves an oci:// --url (its tag or digest, or --tag or
@@ -417,19 +422,7 @@ func (o *sourceOptions) renderArtifact(ctx context.Context) (*renderedSource, er
 	if _, err := c.Pull(ctx, a, rev, dir); err != nil {
 		return nil, err
 	}
-	path := o.Path
-	if path == "" {
-		path = "."
-	}
-	ropts, err := o.renderOptionsIn("")
-	if err != nil {
-		return nil, err
-	}
-	r, err := o.Rendering.render(ctx, dir, path, ropts)
-	if err != nil {
-		return nil, fmt.Errorf("render %s at %s: %w", a.URL, rev, err)
-	}
-	return &renderedSource{Objects: r.Objects, Revision: rev.String(), SOPS: r.SOPSLookup}, nil
+	return o.renderTop(ctx, dir, o.Path, rev.String(), fmt.Sprintf("%s at %s", a.URL, rev))
 }
 
 // verifyArtifact checks rev's cosign signature against --cosign-key when
