@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"go.yaml.in/yaml/v3"
 
+	"gitsync.dev/gitsync/internal/versions"
 	"gitsync.dev/gitsync/source/helm"
 )
 
@@ -90,20 +91,18 @@ func pick(entries []indexEntry, n helm.Need) (indexEntry, error) {
 	if err != nil {
 		return indexEntry{}, fmt.Errorf("version %q is not a semver version or constraint: %w", n.Version, err)
 	}
-	var best indexEntry
-	var bestV *semver.Version
+	var candidates []indexEntry
+	var names []string
 	for _, e := range entries {
-		v, err := semver.NewVersion(e.Version)
-		if err != nil || len(e.URLs) == 0 || !c.Check(v) {
-			continue
-		}
-		if bestV == nil || v.GreaterThan(bestV) {
-			best, bestV = e, v
+		if len(e.URLs) > 0 {
+			candidates, names = append(candidates, e), append(names, e.Version)
 		}
 	}
-	if bestV == nil {
+	i := versions.Highest(names, c, nil)
+	if i < 0 {
 		return indexEntry{}, fmt.Errorf("the repository's index has no version of %s matching %s", n.Name, n.Version)
 	}
+	best := candidates[i]
 	if best.Digest == "" {
 		return indexEntry{}, fmt.Errorf("the repository's index lists no digest for %s %s, so the download could not be checked", n.Name, best.Version)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"gitsync.dev/gitsync/internal/versions"
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/oci"
 )
@@ -95,20 +96,11 @@ func (f *Fetcher) ociVersion(ctx context.Context, repo name.Repository, n helm.N
 	if err != nil {
 		return "", err
 	}
-	var best *semver.Version
-	for _, t := range tags {
-		v, err := semver.NewVersion(strings.ReplaceAll(t, "_", "+"))
-		if err != nil || !c.Check(v) {
-			continue
-		}
-		if best == nil || v.GreaterThan(best) {
-			best = v
-		}
-	}
-	if best == nil {
+	i := versions.Highest(tags, c, func(t string) string { return strings.ReplaceAll(t, "_", "+") })
+	if i < 0 {
 		return "", fmt.Errorf("the registry has no tag of %s matching %s", n.Name, n.Version)
 	}
-	return best.Original(), nil
+	return strings.ReplaceAll(tags[i], "_", "+"), nil
 }
 
 // ociTags lists repo's tags, from memory within IndexTTL.

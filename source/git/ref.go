@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/internal/versions"
 )
 
 // Ref selects what to follow in a repository. Exactly one field is set.
@@ -141,32 +142,18 @@ func (rr remoteRefs) highestTag(rng string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("semver range %q invalid: %v: %w", rng, err, ErrInvalidSource)
 	}
-	type candidate struct {
-		name string
-		v    *semver.Version
-	}
-	var cs []candidate
+	var tags []string
 	for name := range rr {
-		if !name.IsTag() {
-			continue
+		if name.IsTag() {
+			tags = append(tags, name.Short())
 		}
-		v, err := semver.NewVersion(name.Short())
-		if err != nil || !c.Check(v) {
-			continue
-		}
-		cs = append(cs, candidate{name.Short(), v})
 	}
-	if len(cs) == 0 {
+	i := versions.Highest(tags, c, nil)
+	if i < 0 {
 		return "", &reasonError{class: ErrRefNotFound, reason: v1.ReasonRefNotFound,
 			msg: fmt.Sprintf("no tag satisfies semver range %q", rng)}
 	}
-	sort.Slice(cs, func(i, j int) bool {
-		if n := cs[i].v.Compare(cs[j].v); n != 0 {
-			return n > 0
-		}
-		return cs[i].name < cs[j].name
-	})
-	return cs[0].name, nil
+	return tags[i], nil
 }
 
 func refKind(name plumbing.ReferenceName) string {

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"sort"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"gitsync.dev/gitsync/internal/versions"
 )
 
 // Limits bound what one artifact may cost to read.
@@ -184,26 +185,9 @@ func (c *Client) highest(ctx context.Context, repo name.Repository, r string) (s
 	if len(tags) > c.opts.Limits.Tags {
 		return "", fmt.Errorf("%s%s lists %d tags, more than the %d a range is resolved over", Scheme, repo.Name(), len(tags), c.opts.Limits.Tags)
 	}
-	type candidate struct {
-		tag string
-		v   *semver.Version
-	}
-	var matches []candidate
-	for _, t := range tags {
-		v, err := semver.NewVersion(t)
-		if err != nil || !constraint.Check(v) {
-			continue
-		}
-		matches = append(matches, candidate{t, v})
-	}
-	if len(matches) == 0 {
+	i := versions.Highest(tags, constraint, nil)
+	if i < 0 {
 		return "", fmt.Errorf("%s%s: no tag satisfies %q (%d tags listed)", Scheme, repo.Name(), r, len(tags))
 	}
-	sort.Slice(matches, func(i, j int) bool {
-		if c := matches[i].v.Compare(matches[j].v); c != 0 {
-			return c > 0
-		}
-		return matches[i].tag < matches[j].tag // "v1.0.0" and "1.0.0": one answer, always the same
-	})
-	return matches[0].tag, nil
+	return tags[i], nil
 }
