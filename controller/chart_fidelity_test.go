@@ -22,8 +22,10 @@ import (
 // scalar that ends a template, Traefik's keys with nothing under them, a
 // CRD and its custom resource), and once other managers write below those
 // nulls (the controller-manager's revision annotation, a rollout restart's
-// pod template annotation) the reconcile their change wakes writes
-// nothing, nor does a resync. podinfo's redis.conf keeps its final newline.
+// pod template annotation) the reconcile their change wakes takes no field
+// back (the Deployment keeps the resourceVersion their write gave it), and
+// a resync once the agent's cache holds every write sends nothing.
+// podinfo's redis.conf keeps its final newline.
 //
 // Checked by removing the normalizeNulls call from source/render: the
 // reconcile after traefik's annotations writes its Deployment again (it
@@ -48,19 +50,26 @@ func TestChartsConverge(t *testing.T) {
 			waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
 			a.settle(t, c, key, 1)
 
-			// One write at a time, each waking one reconcile, so the agent's
-			// cache holds what the dry-run sees (apply/doc.go: a cache a
-			// watch event behind may send a no-op apply).
+			// One write at a time, each waking one reconcile. What the
+			// reconcile it wakes must not do is take a field back: the
+			// Deployment keeps the resourceVersion the other manager's write
+			// gave it. (Counting requests here is not the claim: a reconcile
+			// that started from a cache one watch event behind may send a
+			// no-op apply, apply/doc.go; that changes nothing and is counted
+			// by the resync below, once the cache holds every write.)
 			for _, w := range othersWrites(t, c, ns) {
-				done, mark := a.reconciles(t, "success"), len(a.count.all.Requests())
-				w.do(t)
+				done := a.reconciles(t, "success")
+				rv := w.do(t)
 				eventually(t, "the reconcile "+w.name+" wakes", func(context.Context) (bool, error) {
 					return a.reconciles(t, "success") > done, nil
 				})
-				if writes := objectWrites(a.count.all.Requests()[mark:]); len(writes) != 0 {
-					t.Errorf("after %s: %d writes, want 0: %v", w.name, len(writes), writes)
+				a.waitAgentSees(t, c, ns, w.deployment)
+				if now := deploymentRV(t, c, ns, w.deployment); now != rv {
+					t.Errorf("after %s: gitsync wrote the Deployment (resourceVersion %s → %s)", w.name, rv, now)
 				}
 			}
+			// The cache now holds every write: a resync decides from what
+			// the apiserver has and sends nothing.
 			done, mark := a.reconciles(t, "success"), len(a.count.all.Requests())
 			poke(t, c, key, "resync")
 			eventually(t, "resync reconcile", func(context.Context) (bool, error) { return a.reconciles(t, "success") > done, nil })
@@ -82,8 +91,18 @@ func TestChartsConverge(t *testing.T) {
 
 // otherWrite is one change another manager makes to an object.
 type otherWrite struct {
-	name string
-	do   func(t *testing.T)
+	name, deployment string
+	// do writes and returns the resourceVersion the write gave the object.
+	do func(t *testing.T) string
+}
+
+func deploymentRV(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.ResourceVersion
 }
 
 // othersWrites are, for every Deployment of ns, what the controller-manager
@@ -105,12 +124,13 @@ func othersWrites(t *testing.T, c client.Client, ns string) []otherWrite {
 			{"kube-controller-manager", `{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"1"}}}`},
 			{"kubectl-rollout", `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2025-03-01T12:00:00Z"}}}}}`},
 		} {
-			out = append(out, otherWrite{name: w.manager + " on " + d.Name, do: func(t *testing.T) {
+			out = append(out, otherWrite{name: w.manager + " on " + d.Name, deployment: d.Name, do: func(t *testing.T) string {
 				t.Helper()
 				err := c.Patch(context.Background(), d, client.RawPatch(types.MergePatchType, []byte(w.patch)), client.FieldOwner(w.manager))
 				if err != nil {
 					t.Fatal(err)
 				}
+				return d.ResourceVersion
 			}})
 		}
 	}

@@ -67,8 +67,10 @@ its repository; else its repository at its spec, the ref flags overriding the
 ref), with its spec.helm, spec.ignore, post-render changes (spec.patches, spec.images,
 spec.commonMetadata) and the cluster's capabilities; the objects carry its owner labels
 and are placed as the agent's applier places them (spec.targetNamespace, else
-the GitSync's namespace, for namespaced kinds). The flags stand in for its
-variables and decryption key.
+the GitSync's namespace, for namespaced kinds). Its variables
+(spec.substitute, spec.substituteFrom) and decryption key (spec.decryption)
+are read with your own identity, their Secret values masked; substitution
+flags replace its variables, --age-key-file its key.
 
 Exit status: 0 printed, 2 error (invalid manifests, a missing directory, a
 render or decryption error, an unreachable cluster with --gitsync); nothing is

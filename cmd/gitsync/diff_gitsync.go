@@ -154,14 +154,14 @@ func (p *gitSyncPreview) render(ctx context.Context, user *connectedCluster, o *
 
 // desired are the objects the agent would apply for p's GitSync, before
 // the applier places them: rendered (render), then substituted and
-// decrypted with prep, the flags standing in for the GitSync's variables
-// and key. diff --gitsync and build --gitsync both start here.
+// decrypted with the GitSync's variables and key (prep's flags, when given,
+// standing in for them). diff --gitsync and build --gitsync both start here.
 func (p *gitSyncPreview) desired(ctx context.Context, user *connectedCluster, src *sourceOptions, prep *prepareFlags) (*renderedSource, error) {
 	desired, err := p.render(ctx, user, src)
 	if err != nil {
 		return nil, err
 	}
-	if desired.Objects, err = prep.prepare(desired.Objects, desired.SOPS); err != nil {
+	if desired.Objects, err = prep.prepareGitSync(ctx, user, p.gs, desired.Objects, desired.SOPS); err != nil {
 		return nil, err
 	}
 	if desired.Ignore, err = prepare.DriftRules(p.gs); err != nil {

@@ -161,6 +161,14 @@ func (o *statusOptions) printTable(items []gitsyncv1.GitSync) error {
 		if gs.Spec.Suspend {
 			ready += " (suspended)"
 		}
+		// spec.drift.mode Detect: in sync with Git is not what Ready says.
+		if c := meta.FindStatusCondition(gs.Status.Conditions, gitsyncv1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
+			ready += " (drifted)"
+			msg = c.Message
+		}
+		if gs.Status.LastAppliedSigner != "" {
+			msg += " (signed by " + gs.Status.LastAppliedSigner + ")"
+		}
 		row := strings.Join([]string{gs.Name, ready, shortRevision(gs.Status.LastAppliedRevision), since, oneLine(msg)}, "\t")
 		if o.AllNamespaces {
 			row = gs.Namespace + "\t" + row

@@ -97,6 +97,16 @@ func TestStatus(t *testing.T) {
 		}},
 	})
 	createGitSync(t, c, ns, "api", gitsyncv1.GitSyncStatus{})
+	createGitSync(t, c, ns, "cfg", gitsyncv1.GitSyncStatus{
+		LastAppliedRevision: "main@sha1:" + commit,
+		LastAppliedSigner:   "ssh:SHA256:k3y",
+		Conditions: []metav1.Condition{
+			{Type: gitsyncv1.ConditionReady, Status: metav1.ConditionTrue, Reason: gitsyncv1.ReasonSucceeded,
+				Message: "Applied revision main@sha1:0123456789ab", LastTransitionTime: metav1.Now()},
+			{Type: gitsyncv1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: gitsyncv1.ReasonDriftDetected,
+				Message: "ConfigMap/cfg differs at /data/level", LastTransitionTime: metav1.Now()},
+		},
+	})
 	createGitSync(t, c, other, "db", gitsyncv1.GitSyncStatus{
 		Conditions: []metav1.Condition{{
 			Type: gitsyncv1.ConditionReady, Status: metav1.ConditionFalse, Reason: gitsyncv1.ReasonFetchFailed,
@@ -107,8 +117,8 @@ func TestStatus(t *testing.T) {
 	r := gitsyncIn(t, ns, "status")
 	wantCode(t, r, 0)
 	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(rows) != 3 {
-		t.Fatalf("want a header and 2 rows:\n%s", r)
+	if len(rows) != 4 {
+		t.Fatalf("want a header and 3 rows:\n%s", r)
 	}
 	if got := strings.Fields(rows[0]); !cmp.Equal(got, []string{"NAME", "READY", "REVISION", "LAST", "APPLIED", "MESSAGE"}) {
 		t.Errorf("header: %q", rows[0])
@@ -116,9 +126,14 @@ func TestStatus(t *testing.T) {
 	if got, want := strings.Fields(rows[1])[:4], []string{"api", "Unknown", "<none>", "<none>"}; !cmp.Equal(got, want) {
 		t.Errorf("row api: got %q, want prefix %q", rows[1], want)
 	}
-	for _, want := range []string{"web", "True", "main@sha1:012345678901 ", "5m", "Applied revision main@sha1:0123456789ab"} {
+	for _, want := range []string{"cfg", "True (drifted)", "ConfigMap/cfg differs at /data/level (signed by ssh:SHA256:k3y)"} {
 		if !strings.Contains(rows[2], want) {
-			t.Errorf("row web lacks %q: %q", want, rows[2])
+			t.Errorf("row cfg lacks %q: %q", want, rows[2])
+		}
+	}
+	for _, want := range []string{"web", "True", "main@sha1:012345678901 ", "5m", "Applied revision main@sha1:0123456789ab"} {
+		if !strings.Contains(rows[3], want) {
+			t.Errorf("row web lacks %q: %q", want, rows[3])
 		}
 	}
 
@@ -148,7 +163,7 @@ func TestStatus(t *testing.T) {
 	r = gitsyncIn(t, ns, "status", "-o", "yaml")
 	wantCode(t, r, 0)
 	var list gitsyncv1.GitSyncList
-	if err := yaml.Unmarshal([]byte(r.stdout), &list); err != nil || list.Kind != "GitSyncList" || len(list.Items) != 2 {
+	if err := yaml.Unmarshal([]byte(r.stdout), &list); err != nil || list.Kind != "GitSyncList" || len(list.Items) != 3 {
 		t.Errorf("-o yaml: %v\n%s", err, r)
 	}
 
