@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -34,48 +32,16 @@ import (
 // newDriftWatch returns the kinds watch whose events requeue owners as
 // driftPredicate says, for the GitSyncs in waits.
 func newDriftWatch(c livecache.Watcher, waits *waitSet) *livecache.Kinds {
-	return livecache.NewKinds(c, ownerHandler(waits), driftPredicate(waits))
+	return livecache.NewKinds(c, handler.TypedEnqueueRequestsFromMapFunc(ownerOf), driftPredicate(waits))
 }
 
-// priorityHealth is the work-queue priority of a GitSync woken while it
-// waits for the health of its objects: the recheck reads only the cache
-// and turns it Ready, so it goes before first syncs and interval resyncs
-// (priority 0, the initial list -100) and before monorepo raises
-// (priorityChanged). At 10,000 objects a waiting GitSync turned Ready only
-// after every other GitSync's first sync had run (issue 29).
-const priorityHealth = 20
-
-// ownerHandler requeues the GitSync owning an object: at priorityHealth
-// when it waits for health (and the queue is a priority queue), else as
-// any event.
-func ownerHandler(waits *waitSet) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
-	enqueue := func(obj *unstructured.Unstructured, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		key, ok := ownerKey(obj)
-		if !ok {
-			return
-		}
-		req := reconcile.Request{NamespacedName: key}
-		if pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request]); isPQ && waits.has(key) {
-			pq.AddWithOpts(priorityqueue.AddOpts{Priority: new(priorityHealth)}, req)
-			return
-		}
-		q.Add(req)
+// ownerOf maps a managed object to its GitSync through the owner labels.
+func ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
+	key, ok := ownerKey(obj)
+	if !ok {
+		return nil
 	}
-	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, q)
-		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.ObjectNew, q)
-			was, ok := ownerKey(e.ObjectOld)
-			if is, _ := ownerKey(e.ObjectNew); ok && was != is {
-				enqueue(e.ObjectOld, q) // relabelled: both owners hear of it
-			}
-		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, q)
-		},
-	}
+	return []reconcile.Request{{NamespacedName: key}}
 }
 
 func ownerKey(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
@@ -159,11 +125,9 @@ func (w *waitSet) set(key types.NamespacedName, waiting bool) {
 // hasOwner reports whether obj's owner waits.
 func (w *waitSet) hasOwner(obj *unstructured.Unstructured) bool {
 	key, ok := ownerKey(obj)
-	return ok && w.has(key)
-}
-
-// has reports whether key waits.
-func (w *waitSet) has(key types.NamespacedName) bool {
+	if !ok {
+		return false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.keys[key]

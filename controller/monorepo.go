@@ -95,9 +95,7 @@ func (n *revisionNews) settle(key types.NamespacedName, res ctrl.Result) ctrl.Re
 	defer n.mu.Unlock()
 	if n.raised[key] {
 		delete(n.raised, key)
-		if res.Priority == nil { // a health recheck keeps its own
-			res.Priority = new(0)
-		}
+		res.Priority = new(0)
 	}
 	return res
 }

@@ -202,14 +202,7 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	result, res, err := r.reconcile(ctx, gs, st)
 	res, err = r.done(ctx, gs, result, r.clock.Since(start), res, err)
-	res = r.news.settle(req.NamespacedName, res)
-	if res.Priority == nil {
-		// A request keeps the priority it came in with unless told: one
-		// woken at priorityHealth (or from the initial list) would keep
-		// it for every later interval.
-		res.Priority = new(0)
-	}
-	return res, err
+	return r.news.settle(req.NamespacedName, res), err
 }
 
 func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (metrics.Result, ctrl.Result, error) {
@@ -242,7 +235,7 @@ func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *s
 	switch {
 	case se == nil && out.waiting != "":
 		// Status changes of the objects requeue it before, most likely.
-		return metrics.Waiting, ctrl.Result{RequeueAfter: min(out.recheck, r.jitter(intervalOf(gs))), Priority: new(priorityHealth)}, nil
+		return metrics.Waiting, ctrl.Result{RequeueAfter: min(out.recheck, r.jitter(intervalOf(gs)))}, nil
 	case se == nil:
 		return metrics.Success, ctrl.Result{RequeueAfter: r.jitter(intervalOf(gs))}, nil
 	case se.Stalled && se.Reason == v1.ReasonForbidden:
