@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -228,11 +227,10 @@ func (p *gitSyncPreview) verification(ctx context.Context, user *connectedCluste
 		return nil, nil
 	}
 	policy := verify.Policy{Mode: spec.Mode, Origin: fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, spec.SecretRef.Name)}
-	secret := &corev1.Secret{}
-	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: spec.SecretRef.Name}, secret); err != nil {
+	secret, err := userSecret(ctx, user, p.gs.Namespace, spec.SecretRef.Name)
+	if err != nil {
 		return nil, fmt.Errorf("%s (spec.source.verify.secretRef) read failed: %w", policy.Origin, err)
 	}
-	sensitive.AddData(secret.Data)
 	policy.Keys = secret.Data
 	return func(ctx context.Context, f *sourcegit.Fetcher, src sourcegit.Source, rev sourcegit.Revision) error {
 		_, err := verify.NewVerifier(1).Verify(ctx, f, src, rev, policy)
@@ -249,12 +247,11 @@ func (p *gitSyncPreview) verification(ctx context.Context, user *connectedCluste
 // installation token for url. Its values never appear in an error.
 func (p *gitSyncPreview) secretAuth(ctx context.Context, user *connectedCluster, url string) (*sourcegit.Auth, error) {
 	ref := p.gs.Spec.Source.SecretRef
-	secret := &corev1.Secret{}
-	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: p.gs.Namespace, Name: ref.Name}, secret); err != nil {
+	secret, err := userSecret(ctx, user, p.gs.Namespace, ref.Name)
+	if err != nil {
 		return nil, fmt.Errorf("Secret/%s/%s (spec.source.secretRef) read failed: %w; give the credentials with $%s/$%s, $%s or --ssh-key instead",
 			p.gs.Namespace, ref.Name, err, gitEnvUsername, gitEnvPassword, gitEnvToken)
 	}
-	sensitive.AddData(secret.Data) // never printed, whatever echoes it
 	// The agent's reading of the keys, so a Secret with none it knows
 	// fails here as it fails there: CredentialsUnrecognized, naming them.
 	auth := sourcegit.AuthFromSecret(fmt.Sprintf("Secret/%s/%s", p.gs.Namespace, ref.Name), secret.Data)

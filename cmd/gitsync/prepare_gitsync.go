@@ -47,16 +47,27 @@ func (f *prepareFlags) prepareGitSync(ctx context.Context, user *connectedCluste
 	return prepare.Objects(objs, files, in)
 }
 
+// userSecret reads a Secret a GitSync names, as the user (the CLI has no
+// other identity), and tells the process's redactor its values before
+// anything can print them: the CLI's one way to read one.
+func userSecret(ctx context.Context, user *connectedCluster, ns, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	if err := user.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		return nil, err
+	}
+	sensitive.AddData(s.Data)
+	return s, nil
+}
+
 // userVariables reads the ConfigMap or Secret one spec.substituteFrom entry
 // names, as the user.
 func userVariables(ctx context.Context, user *connectedCluster, ns string, ref gitsyncv1.SubstituteReference) (map[string]string, error) {
 	key := client.ObjectKey{Namespace: ns, Name: ref.Name}
 	if ref.Kind == "Secret" {
-		s := &corev1.Secret{}
-		if err := user.Client.Get(ctx, key, s); err != nil {
+		s, err := userSecret(ctx, user, ns, ref.Name)
+		if err != nil {
 			return nil, err
 		}
-		sensitive.AddData(s.Data)
 		out := make(map[string]string, len(s.Data))
 		for k, v := range s.Data {
 			out[k] = string(v)
@@ -74,15 +85,13 @@ func userVariables(ctx context.Context, user *connectedCluster, ns string, ref g
 // Secret, as the user.
 func userDecryptionKeys(ctx context.Context, user *connectedCluster, gs *gitsyncv1.GitSync) ([]age.Identity, error) {
 	subject := fmt.Sprintf("Secret/%s/%s (spec.decryption.secretRef)", gs.Namespace, gs.Spec.Decryption.SecretRef.Name)
-	s := &corev1.Secret{}
-	err := user.Client.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: gs.Spec.Decryption.SecretRef.Name}, s)
+	s, err := userSecret(ctx, user, gs.Namespace, gs.Spec.Decryption.SecretRef.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s not found", subject)
 	case err != nil:
 		return nil, fmt.Errorf("%s read failed: %w", subject, err)
 	}
-	sensitive.AddData(s.Data)
 	ids, err := sops.IdentitiesFromSecret(s.Data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", subject, err)
