@@ -63,8 +63,7 @@ func TestChartsConverge(t *testing.T) {
 				eventually(t, "the reconcile "+w.name+" wakes", func(context.Context) (bool, error) {
 					return a.reconciles(t, "success") > done, nil
 				})
-				a.waitAgentSees(t, c, ns, w.deployment)
-				if now := deploymentRV(t, c, ns, w.deployment); now != rv {
+				if now := a.waitAgentSees(t, c, ns, w.deployment); now != rv {
 					t.Errorf("after %s: gitsync wrote the Deployment (resourceVersion %s → %s)", w.name, rv, now)
 				}
 			}
@@ -94,15 +93,6 @@ type otherWrite struct {
 	name, deployment string
 	// do writes and returns the resourceVersion the write gave the object.
 	do func(t *testing.T) string
-}
-
-func deploymentRV(t *testing.T, c client.Client, ns, name string) string {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
-	return d.ResourceVersion
 }
 
 // othersWrites are, for every Deployment of ns, what the controller-manager

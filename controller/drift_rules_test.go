@@ -32,8 +32,9 @@ spec:
 }
 
 // waitAgentSees waits until the agent's cache holds the Deployment at the
-// apiserver's resourceVersion, so the next reconcile decides from it.
-func (a *agent) waitAgentSees(t *testing.T, c client.Client, ns, name string) {
+// apiserver's resourceVersion, so the next reconcile decides from it, and
+// returns that resourceVersion.
+func (a *agent) waitAgentSees(t *testing.T, c client.Client, ns, name string) string {
 	t.Helper()
 	want := &appsv1.Deployment{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, want); err != nil {
@@ -48,6 +49,7 @@ func (a *agent) waitAgentSees(t *testing.T, c client.Client, ns, name string) {
 		}
 		return got.GetResourceVersion() == want.ResourceVersion, nil
 	})
+	return want.ResourceVersion
 }
 
 // resyncWrites pokes key, waits for the reconcile and returns the writes

@@ -104,15 +104,25 @@ func (f *prepareFlags) keys() ([]age.Identity, error) {
 // the agent does (package prepare), telling the process's redactor every
 // value to mask in any output.
 func (f *prepareFlags) prepare(objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, error) {
-	vars, used, err := f.variables()
+	in, _, err := f.inputs()
 	if err != nil {
 		return nil, err
 	}
-	in := prepare.Inputs{Strict: f.Strict, Keys: f.keys, Redactor: sensitive}
+	return prepare.Objects(objs, files, in)
+}
+
+// inputs are package prepare's inputs as the flags give them; used
+// reports whether any substitution flag was given.
+func (f *prepareFlags) inputs() (in prepare.Inputs, used bool, err error) {
+	vars, used, err := f.variables()
+	if err != nil {
+		return in, used, err
+	}
+	in = prepare.Inputs{Strict: f.Strict, Keys: f.keys, Redactor: sensitive}
 	if used {
 		in.Variables = &vars
 	}
-	return prepare.Objects(objs, files, in)
+	return in, used, nil
 }
 
 // render renders src and substitutes and decrypts the result.

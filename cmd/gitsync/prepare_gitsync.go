@@ -26,14 +26,11 @@ import (
 // $SOPS_AGE_KEY_FILE) its key. Every value read from a Secret is told to the
 // process's redactor first, so it is printed as *** wherever it lands.
 func (f *prepareFlags) prepareGitSync(ctx context.Context, user *connectedCluster, gs *gitsyncv1.GitSync, objs []*unstructured.Unstructured, files sops.Files) ([]*unstructured.Unstructured, error) {
-	flagVars, used, err := f.variables()
+	in, used, err := f.inputs()
 	if err != nil {
 		return nil, err
 	}
-	in := prepare.Inputs{Strict: f.Strict, Keys: f.keys, Redactor: sensitive}
-	if used {
-		in.Variables = &flagVars
-	} else {
+	if !used {
 		in.Strict = prepare.Strict(gs)
 		if in.Variables, err = prepare.Variables(ctx, gs, func(ctx context.Context, i int, ref gitsyncv1.SubstituteReference) (map[string]string, error) {
 			return userVariables(ctx, user, gs.Namespace, ref)
