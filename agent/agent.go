@@ -201,6 +201,10 @@ func newReconciler(ctx context.Context, mgr manager.Manager, opts Options) (*con
 		return nil, nil, err
 	}
 	copts.Dependencies = source.ChartDependencies{Fetcher: charts, Render: render}
+	copts.PullDir = filepath.Join(fopts.Dir, "artifacts")
+	if err := os.MkdirAll(copts.PullDir, 0o700); err != nil {
+		return nil, nil, err
+	}
 	srcCache, err := source.NewCache(copts)
 	if err != nil {
 		return nil, nil, err

@@ -44,7 +44,7 @@ func (r *GitSyncReconciler) waveGate(gs *v1.GitSync, st *syncState, tgt *cluster
 			return false
 		}
 		now := r.clock.Now()
-		waited := now.Sub(st.waitingSince(rev.Commit, gs.Generation, now))
+		waited := now.Sub(st.waitingSince(rev.ID(), gs.Generation, now))
 		timeout := r.timeoutOf(gs)
 		msg, err := judgeHealth(pending, waited, timeout)
 		if msg == "" && err == nil {

@@ -102,10 +102,13 @@ func (r *GitSyncReconciler) githubApps() *githubapp.Tokens {
 // lasts until the revision or the Secret changes, and the Secret's watch
 // requeues gs when it does. Verdicts are remembered, so a revision verified
 // once costs a digest of the Secret's data.
-func (r *GitSyncReconciler) verified(ctx context.Context, gs *v1.GitSync, view *tenant.View, src git.Source, rev git.Revision) (string, error) {
+func (r *GitSyncReconciler) verified(ctx context.Context, gs *v1.GitSync, st *syncState, view *tenant.View, src git.Source, rev git.Revision) (string, error) {
 	spec := gs.Spec.Source.Verify
 	if spec == nil {
 		return "", nil
+	}
+	if rev.IsArtifact() {
+		return r.artifactVerified(ctx, gs, st, view, rev)
 	}
 	p := verify.Policy{Mode: spec.Mode, Origin: fmt.Sprintf("Secret/%s/%s", gs.Namespace, spec.SecretRef.Name)}
 	if err := p.Check(src.Ref); err != nil {

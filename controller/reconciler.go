@@ -74,6 +74,8 @@ type GitSyncReconciler struct {
 	share  shareQueue   // replicas sharing the GitSyncs
 	fair   *fairShare   // no namespace holds every worker
 	news   revisionNews // changed paths first
+
+	artifacts artifacts // registry clients and cosign verdicts of oci:// sources
 }
 
 var _ reconcile.Reconciler = (*GitSyncReconciler)(nil)

@@ -18,7 +18,7 @@ import (
 // gs's cap. A revision over the agent's cap already failed to render (a
 // render.Error naming --max-objects); one over a lower
 // spec.maxObjects fails here the same way, naming that field.
-func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, tgt *cluster.Target, src git.Source, rev git.Revision, charts chartrepo.Access) (*source.Artifact, error) {
+func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, src git.Source, rev git.Revision, charts chartrepo.Access) (*source.Artifact, error) {
 	limit, err := prepare.MaxObjects(gs, r.opts.MaxObjects)
 	if err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, err)
@@ -30,7 +30,17 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, tgt *
 	settings.Charts = charts // spec.helm.repositories, read by the caller
 	capsErr := withCapabilities(ctx, &settings, tgt)
 	// Render children are shared fairly between namespaces (source/sandbox).
-	art, err := r.opts.Cache.GetRevisionWith(budget.WithOwner(ctx, gs.Namespace), src, rev, settings)
+	ctx = budget.WithOwner(ctx, gs.Namespace)
+	var art *source.Artifact
+	if rev.IsArtifact() {
+		a := st.artifact()
+		if a == nil {
+			return nil, retry(v1.ReasonFetchFailed, fmt.Errorf("%s: artifact not resolved yet", rev))
+		}
+		art, err = r.opts.Cache.GetPulled(ctx, src, rev, a.pull(rev), settings)
+	} else {
+		art, err = r.opts.Cache.GetRevisionWith(ctx, src, rev, settings)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,9 @@ type rewindMemo struct {
 func (r *GitSyncReconciler) rewindOf(ctx context.Context, gs *v1.GitSync, st *syncState, src git.Source, rev git.Revision) *rewind {
 	last, ok := git.ParseRevision(gs.Status.LastAppliedRevision)
 	ref, from := last.Ref, last.Commit
-	if !ok || ref == "" || ref != rev.Ref || from == rev.Commit {
+	// An artifact's tag moving to any digest is how artifacts are
+	// published: there is no history to be rewritten.
+	if !ok || rev.IsArtifact() || last.IsArtifact() || ref == "" || ref != rev.Ref || from == rev.Commit {
 		return nil
 	}
 	st.mu.Lock()

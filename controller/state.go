@@ -19,6 +19,7 @@ type syncState struct {
 
 	src        git.Source
 	rev        git.Revision
+	art        *artifactSource // how rev is read when it is an OCI artifact's
 	resolvedAt time.Time
 	generation int64
 	requested  string
@@ -95,6 +96,20 @@ func (s *syncState) takeFetchMark(gs *v1.GitSync, now time.Time, shareFor time.D
 	}
 	s.fetchNow = false
 	return notBefore
+}
+
+// setArtifact records how the artifact just resolved is read.
+func (s *syncState) setArtifact(a *artifactSource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.art = a
+}
+
+// artifact is how the last resolved artifact is read; nil before one was.
+func (s *syncState) artifact() *artifactSource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.art
 }
 
 func (s *syncState) last() (git.Source, git.Revision) {

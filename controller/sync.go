@@ -21,6 +21,7 @@ import (
 	"gitsync.dev/gitsync/redact"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/oci"
 	"gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -101,7 +102,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	out.attempted = rev.String()
-	if out.signer, err = r.verified(ctx, gs, view, src, rev); err != nil {
+	if out.signer, err = r.verified(ctx, gs, st, view, src, rev); err != nil {
 		out.err = err
 		return out
 	}
@@ -190,7 +191,7 @@ func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *s
 		return "", 0, healthError(err)
 	}
 	now := r.clock.Now()
-	waited := now.Sub(st.waitingSince(rev.Commit, gs.Generation, now))
+	waited := now.Sub(st.waitingSince(rev.ID(), gs.Generation, now))
 	timeout := r.timeoutOf(gs)
 	msg, err := judgeHealth(pending, waited, timeout)
 	if msg == "" && err == nil {
@@ -209,6 +210,9 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	}
 	now := r.clock.Now()
 	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor)
+	if oci.IsURL(gs.Spec.Source.URL) {
+		return r.artifactRevision(ctx, gs, st, view, now)
+	}
 	src, err := r.sourceOf(ctx, gs, view)
 	if err != nil {
 		return src, git.Revision{}, err
@@ -224,19 +228,25 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 // render returns the objects of rev; a permanent failure is remembered so
 // the same broken commit is not fetched and rendered again.
 func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, src git.Source, rev git.Revision, charts chartrepo.Access) (*render.Rendered, error) {
-	if err := st.stalledOn(gs.Generation, rev.Commit); err != nil {
+	if err := st.stalledOn(gs.Generation, rev.ID()); err != nil {
 		return nil, err
 	}
-	art, err := r.getCapped(ctx, gs, tgt, src, rev, charts)
+	art, err := r.getCapped(ctx, gs, st, tgt, src, rev, charts)
 	if err == nil && len(art.Rendered.Objects) == 0 && !gs.Spec.AllowEmpty {
 		err = stalled(v1.ReasonRenderFailed, fmt.Errorf("path %q at %s renders no objects (set spec.allowEmpty to sync an empty set)", src.Path, rev))
 	}
 	if err != nil {
+		if rev.IsArtifact() {
+			err = classifyArtifact(err, gs.Spec.Source.SecretRef != nil)
+		}
 		err = classifyFetch(err)
 		// A failure of the remote (a pinned commit not pushed yet, refused
 		// credentials) is not remembered: it may pass at the next resolve.
-		if se := asSyncError(err, ""); se.Stalled && git.Reason(err) == "" {
-			st.setStalled(gs.Generation, rev.Commit, err)
+		// Of an artifact, only what its content is (too large, not a
+		// directory of files, not rendering) is.
+		se := asSyncError(err, "")
+		if se.Stalled && git.Reason(err) == "" && (!rev.IsArtifact() || se.Reason == v1.ReasonRenderFailed) {
+			st.setStalled(gs.Generation, rev.ID(), err)
 		}
 		return nil, err
 	}

@@ -36,6 +36,9 @@ type CacheOptions struct {
 	// repositories before it renders; nil leaves them to the render (which
 	// refuses a chart whose dependencies are not vendored).
 	Dependencies DependencyResolver
+	// PullDir is where GetPulled writes what it pulls while it renders;
+	// empty is the system's temporary directory.
+	PullDir string
 }
 
 // DefaultCacheOptions keeps up to 4,096 renders and 256 MiB of them

@@ -82,7 +82,7 @@ func TestCRDValidation(t *testing.T) {
 		{name: "good", mutate: func(*v1.GitSync) {}},
 		{name: "ref defaults to main", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{} }},
 		{name: "path with dots inside a name", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "a/..b/c.." }},
-		{name: "two refs", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref.Tag = "v1" }, wantErr: "exactly one of branch, tag, semver or commit"},
+		{name: "two refs", mutate: func(g *v1.GitSync) { g.Spec.Source.Ref.Tag = "v1" }, wantErr: "exactly one of branch, tag, semver, commit or digest"},
 		{name: "absolute path", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "/etc" }, wantErr: "path must be relative"},
 		{name: "parent path", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "../x" }, wantErr: "'..' segments"},
 		{name: "parent inside path", mutate: func(g *v1.GitSync) { g.Spec.Source.Path = "a/../../x" }, wantErr: "'..' segments"},
@@ -102,6 +102,28 @@ func TestCRDValidation(t *testing.T) {
 		{name: "unknown verify mode", mutate: func(g *v1.GitSync) {
 			g.Spec.Source.Verify = &v1.GitVerification{Mode: "Any", SecretRef: v1.LocalObjectReference{Name: "keys"}}
 		}, wantErr: "spec.source.verify.mode"},
+		{name: "oci artifact by tag", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.URL, g.Spec.Source.Ref = "oci://registry.example/team/app", v1.GitRef{Tag: "v1"}
+		}},
+		{name: "oci artifact by digest, cosign-verified", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.URL, g.Spec.Source.Ref = "oci://registry.example/team/app", v1.GitRef{Digest: "sha256:" + strings.Repeat("ab", 32)}
+			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}},
+		{name: "oci artifact of a branch", mutate: func(g *v1.GitSync) { g.Spec.Source.URL = "oci://registry.example/team/app" },
+			wantErr: "an oci:// source follows ref.tag, ref.semver or ref.digest"},
+		{name: "digest of a Git source", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Ref = v1.GitRef{Digest: "sha256:" + strings.Repeat("ab", 32)}
+		}, wantErr: "ref.digest is for an oci:// source"},
+		{name: "short digest", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.URL, g.Spec.Source.Ref = "oci://registry.example/team/app", v1.GitRef{Digest: "sha256:abc"}
+		}, wantErr: "spec.source.ref.digest"},
+		{name: "oci artifact verified as Git", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.URL, g.Spec.Source.Ref = "oci://registry.example/team/app", v1.GitRef{Tag: "v1"}
+			g.Spec.Source.Verify = &v1.GitVerification{SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}, wantErr: "an oci:// source verifies with verify.mode Cosign"},
+		{name: "Git verified with cosign", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}, wantErr: "only an oci:// source does"},
 		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
 	}
 	for _, tt := range tests {
@@ -113,7 +135,7 @@ func TestCRDValidation(t *testing.T) {
 				if err != nil {
 					t.Fatalf("rejected a valid spec: %v", err)
 				}
-				if gs.Spec.Interval.Duration != 5*time.Minute || gs.Spec.DeletionPolicy != v1.DeletionPolicyDelete || gs.Spec.Source.Ref.Branch == "" && gs.Spec.Source.Ref.Tag == "" {
+				if gs.Spec.Interval.Duration != 5*time.Minute || gs.Spec.DeletionPolicy != v1.DeletionPolicyDelete || gs.Spec.Source.Ref == (v1.GitRef{}) {
 					t.Errorf("defaults not applied: interval %v, deletionPolicy %q, ref %+v", gs.Spec.Interval, gs.Spec.DeletionPolicy, gs.Spec.Source.Ref)
 				}
 				return

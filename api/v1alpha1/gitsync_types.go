@@ -477,12 +477,19 @@ type CommitStatusSpec struct {
 	Context string `json:"context,omitempty"`
 }
 
-// GitSource is one path of one repository at one ref.
+// GitSource is one path of one repository at one ref: a Git repository,
+// or an OCI artifact (an oci:// URL) holding a directory of manifests.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.mode) || self.verify.mode == 'HEAD' || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="verify.mode Tag and TagAndHEAD need ref.tag or ref.semver"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.mode) || self.verify.mode == 'HEAD' || self.verify.mode == 'Cosign' || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="verify.mode Tag and TagAndHEAD need ref.tag or ref.semver"
+// +kubebuilder:validation:XValidation:rule="!self.url.startsWith('oci://') || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver) || has(self.ref.digest)))",message="an oci:// source follows ref.tag, ref.semver or ref.digest (branches and commits are Git's)"
+// +kubebuilder:validation:XValidation:rule="self.url.startsWith('oci://') || !has(self.ref) || !has(self.ref.digest)",message="ref.digest is for an oci:// source; a Git source pins ref.commit"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || ((has(self.verify.mode) && self.verify.mode == 'Cosign') == self.url.startsWith('oci://'))",message="an oci:// source verifies with verify.mode Cosign, and only an oci:// source does (HEAD, Tag and TagAndHEAD verify Git)"
 type GitSource struct {
 	// URL of the repository: https://, http://, ssh://, git@host:org/repo or
-	// file://.
+	// file://; or oci://REGISTRY/REPOSITORY for an OCI artifact (the layout
+	// `gitsync push artifact` and `flux push artifact` write, or any
+	// artifact of one gzip'd tar layer), whose manifest digest is then the
+	// revision.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
@@ -503,14 +510,18 @@ type GitSource struct {
 	// SecretRef names a Secret in the GitSync's namespace with Git
 	// credentials under these keys: username and password, or bearerToken
 	// (https); identity, passphrase (when the key is encrypted) and
-	// known_hosts (ssh); ca.crt (a CA bundle for https).
+	// known_hosts (ssh); ca.crt (a CA bundle for https). For an oci://
+	// source: username and password, or a .dockerconfigjson entry of the
+	// registry's host.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 
 	// Verify, when set, applies a revision only when its commit (mode
 	// HEAD), its annotated tag (Tag) or both (TagAndHEAD) carry a valid
-	// OpenPGP or SSH signature by a key of the named Secret. A revision that
-	// is unsigned, signed by another key or whose signature does not verify
+	// OpenPGP or SSH signature by a key of the named Secret, or (mode
+	// Cosign, for an oci:// source) when the artifact's digest carries a
+	// cosign signature by one of its public keys. A revision that is
+	// unsigned, signed by another key or whose signature does not verify
 	// is Stalled VerificationFailed: nothing of it is applied or pruned.
 	// +optional
 	Verify *GitVerification `json:"verify,omitempty"`
@@ -519,8 +530,9 @@ type GitSource struct {
 // GitVerification names the keys a revision must be signed with.
 type GitVerification struct {
 	// Mode says what must be signed: HEAD the commit, Tag the annotated tag
-	// that ref.tag or ref.semver resolved to, TagAndHEAD both.
-	// +kubebuilder:validation:Enum=HEAD;Tag;TagAndHEAD
+	// that ref.tag or ref.semver resolved to, TagAndHEAD both; Cosign the
+	// digest of an oci:// source's artifact.
+	// +kubebuilder:validation:Enum=HEAD;Tag;TagAndHEAD;Cosign
 	// +kubebuilder:default=HEAD
 	// +optional
 	Mode VerificationMode `json:"mode,omitempty"`
@@ -530,7 +542,9 @@ type GitVerification struct {
 	// OpenPGP public keys; a key named "allowed_signers" is an OpenSSH
 	// allowed signers file (principals, options, key), and every key ending
 	// ".pub" is one or more SSH public keys in authorized_keys format (the
-	// key's comment names its signer).
+	// key's comment names its signer). For mode Cosign, every key ending
+	// ".pub" is one or more PEM public keys (cosign.pub, as `cosign
+	// generate-key-pair` writes it).
 	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
@@ -544,12 +558,14 @@ const (
 	VerifyTag VerificationMode = "Tag"
 	// VerifyTagAndHEAD verifies both the tag and its commit.
 	VerifyTagAndHEAD VerificationMode = "TagAndHEAD"
+	// VerifyCosign verifies an OCI artifact's cosign signature.
+	VerifyCosign VerificationMode = "Cosign"
 )
 
-// GitRef selects exactly one of a branch, a tag, a semver range of tags, or a
-// commit.
+// GitRef selects exactly one of a branch, a tag, a semver range of tags, a
+// commit, or (for an oci:// source) a digest.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() == 1",message="exactly one of branch, tag, semver or commit must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit), has(self.digest)].filter(x, x).size() == 1",message="exactly one of branch, tag, semver, commit or digest must be set"
 type GitRef struct {
 	// Branch follows the tip of a branch.
 	// +kubebuilder:validation:MinLength=1
@@ -570,6 +586,10 @@ type GitRef struct {
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
 	// +optional
 	Commit string `json:"commit,omitempty"`
+	// Digest pins an oci:// source's manifest, "sha256:<64 hex>".
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
+	// +optional
+	Digest string `json:"digest,omitempty"`
 }
 
 // LocalObjectReference names an object in the GitSync's namespace.

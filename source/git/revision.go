@@ -10,8 +10,14 @@ type Revision struct {
 	// Ref is the short name that was followed: a branch, a tag (also the tag a
 	// semver range picked), or empty for a pinned commit.
 	Ref string
-	// Commit is the full hex SHA-1 of the resolved commit.
+	// Commit is the full hex SHA-1 of the resolved commit; empty for an OCI
+	// artifact.
 	Commit string
+	// Digest is an OCI artifact's manifest digest ("sha256:<hex>") when the
+	// source is an oci:// URL (package oci resolves it); empty for Git.
+	// The pipeline after resolve handles both kinds through this one value,
+	// and ID names either.
+	Digest string
 	// Previous is the commit this Fetcher last fetched for the same branch or
 	// tag, when it differs from Commit; empty otherwise.
 	Previous string
@@ -21,13 +27,29 @@ type Revision struct {
 	Rewritten bool
 }
 
+// ID names the content: the commit, or the artifact's digest.
+func (r Revision) ID() string {
+	if r.Digest != "" {
+		return r.Digest
+	}
+	return r.Commit
+}
+
+// IsArtifact reports whether r is an OCI artifact's revision.
+func (r Revision) IsArtifact() bool { return r.Digest != "" }
+
 // String renders "main@sha1:<commit>" (or "sha1:<commit>" for a pinned
-// commit), the form used in status and events.
+// commit), the form used in status and events; an artifact's is
+// "v1.2.0@sha256:<hex>" (or the digest alone), as Flux writes it.
 func (r Revision) String() string {
 	var b strings.Builder
 	if r.Ref != "" {
 		b.WriteString(r.Ref)
 		b.WriteString("@")
+	}
+	if r.Digest != "" {
+		b.WriteString(r.Digest)
+		return b.String()
 	}
 	b.WriteString("sha1:")
 	b.WriteString(r.Commit)
@@ -35,10 +57,23 @@ func (r Revision) String() string {
 }
 
 // ParseRevision reads the String form back: "REF@sha1:<commit>" or
-// "sha1:<commit>", as status and events carry it. Only Ref and Commit
+// "sha1:<commit>", as status and events carry it, or an artifact's
+// "REF@sha256:<hex>" / "sha256:<hex>". Only Ref and Commit (or Digest)
 // survive the round trip (URL, Previous and Rewritten are not in the
 // text); ok is false for text of another form, "" included.
 func ParseRevision(s string) (rev Revision, ok bool) {
+	if ref, hex, found := strings.Cut(s, "sha256:"); found {
+		if hex == "" || strings.Contains(hex, ":") || strings.Contains(ref, "sha1:") {
+			return Revision{}, false
+		}
+		if ref != "" {
+			var at bool
+			if ref, at = strings.CutSuffix(ref, "@"); !at || ref == "" {
+				return Revision{}, false
+			}
+		}
+		return Revision{Ref: ref, Digest: "sha256:" + hex}, true
+	}
 	ref, commit, found := strings.Cut(s, "sha1:")
 	if !found || commit == "" || strings.Contains(commit, "sha1:") {
 		return Revision{}, false

@@ -4,6 +4,7 @@ import "testing"
 
 func TestParseRevision(t *testing.T) {
 	const sha = "0123456789abcdef0123456789abcdef01234567"
+	dig := sha + sha[:24]
 	tests := []struct {
 		name string
 		in   string
@@ -18,6 +19,11 @@ func TestParseRevision(t *testing.T) {
 		{"no marker", "main@" + sha, Revision{}, false},
 		{"ref without @", "mainsha1:" + sha, Revision{}, false},
 		{"two markers", "sha1:a@sha1:" + sha, Revision{}, false},
+		{"artifact tag", "v1.2.0@sha256:" + dig, Revision{Ref: "v1.2.0", Digest: "sha256:" + dig}, true},
+		{"artifact digest", "sha256:" + dig, Revision{Digest: "sha256:" + dig}, true},
+		{"artifact without digest", "v1@sha256:", Revision{}, false},
+		{"artifact ref without @", "v1sha256:" + dig, Revision{}, false},
+		{"both markers", "sha1:" + sha + "@sha256:" + dig, Revision{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

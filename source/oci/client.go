@@ -48,6 +48,9 @@ type Options struct {
 	Keychain authn.Keychain
 	// PlainHTTP allows http:// registries; without it only https is spoken.
 	PlainHTTP bool
+	// PlainLoopback allows http:// to loopback registries only (the agent:
+	// its egress guard still decides whether loopback may be dialled).
+	PlainLoopback bool
 	// Limits bound each artifact; zero fields take DefaultLimits'.
 	Limits Limits
 	// UserAgent names the caller to registries.
@@ -95,7 +98,7 @@ func New(opts Options) *Client {
 // remoteOptions are the library's options.
 func (c *Client) remoteOptions() []remote.Option {
 	out := []remote.Option{
-		remote.WithTransport(&SchemeGuard{Next: c.opts.Transport, PlainHTTP: c.opts.PlainHTTP}),
+		remote.WithTransport(&SchemeGuard{Next: c.opts.Transport, PlainHTTP: c.opts.PlainHTTP, PlainLoopback: c.opts.PlainLoopback}),
 	}
 	switch {
 	case c.opts.Auth != nil:

@@ -1,0 +1,101 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/render"
+)
+
+// PullFunc writes the content of one revision into dst, which does not
+// exist yet: the whole content or nothing (oci.Client.Pull).
+type PullFunc func(ctx context.Context, dst string) error
+
+// artifactKeyPrefix starts the content key of an OCI artifact's render.
+const artifactKeyPrefix = "oci:"
+
+// GetPulled returns the artifact of a revision that names its content by
+// digest (an OCI artifact: rev.Digest), pulling it with pull only when no
+// render of the same digest, path and settings is kept. A digest's content
+// never changes, so a kept render is never pulled again: a converged
+// source costs its resolve alone. Concurrent callers of one key share one
+// pull and render; a failure keeps nothing, so LastGood stays in place.
+//
+// The Helm settings are always part of the key (whether the path holds a
+// chart is known only after the pull). A chart's dependencies must be
+// vendored in the artifact: they are not downloaded.
+func (c *Cache) GetPulled(ctx context.Context, src git.Source, rev git.Revision, pull PullFunc, s render.Settings) (*Artifact, error) {
+	if rev.Digest == "" {
+		return nil, fmt.Errorf("%s: a pulled revision needs a digest", rev)
+	}
+	ck := artifactKeyPrefix + rev.Digest
+	path := src.CleanPath()
+	rkey := keyOf(rev.URL, ck, pathKey(path, s)+"\x01"+s.HelmKey())
+	if a, ok := c.lookupRender(rkey, ck, rev); ok {
+		c.remember(src, a)
+		return a, nil
+	}
+	ch := c.group.DoChan(rkey, func() (any, error) {
+		return c.loadPulled(context.WithoutCancel(ctx), rev, path, ck, rkey, pull, s)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		a := *res.Val.(*Artifact)
+		a.Revision = rev // a caller that joined another's load keeps its tag
+		c.remember(src, &a)
+		return &a, nil
+	}
+}
+
+// lookupRender returns the kept render of rkey as rev's artifact.
+func (c *Cache) lookupRender(rkey, ck string, rev git.Revision) (*Artifact, bool) {
+	c.mu.Lock()
+	p, ok := c.renders.get(rkey)
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	r, err := p.expand()
+	if err != nil {
+		return nil, false // pulled and rendered again
+	}
+	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck, packed: p}, true
+}
+
+// loadPulled pulls rev into a new directory, renders path of it and keeps
+// the render.
+func (c *Cache) loadPulled(ctx context.Context, rev git.Revision, path, ck, rkey string, pull PullFunc, s render.Settings) (*Artifact, error) {
+	parent, err := os.MkdirTemp(c.opts.PullDir, "pull-")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rev, err)
+	}
+	defer os.RemoveAll(parent)
+	dir := filepath.Join(parent, "content")
+	if err := pull(ctx, dir); err != nil {
+		return nil, err
+	}
+	r, err := c.opts.Render(ctx, dir, path, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s render %s: %w", rev, path, err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%s render %s: renderer returned nothing", rev, path)
+	}
+	p, err := pack(r)
+	if err == nil {
+		c.mu.Lock()
+		c.renders.add(rkey, p, p.size())
+		c.mu.Unlock()
+	} else {
+		p = nil
+	}
+	return &Artifact{Revision: rev, Rendered: r, ContentKey: ck, packed: p}, nil
+}
