@@ -2,14 +2,12 @@ package controller
 
 import (
 	"context"
-	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +30,10 @@ import (
 // manifest digest is the revision (git.Revision.Digest), its render is
 // cached by digest (source.Cache.GetPulled), and what only Git has (monorepo
 // ranking, rewind detection, commit statuses) is skipped. A poll is one HEAD
-// of the tag's manifest (a tag listing for a semver range); nothing else is
-// read while the digest stays the same.
+// of the tag's manifest (a tag listing more for a semver range; for a digest
+// the HEAD of the digest, so a render kept for it is handed only to a
+// GitSync whose credentials reach it); nothing else is read while the
+// digest stays the same.
 
 // artifactSource is what reads one GitSync's artifact: where it is, and a
 // client holding its credentials that dials only through the egress guard.
@@ -125,8 +125,8 @@ func (r *GitSyncReconciler) artifactOf(ctx context.Context, gs *v1.GitSync, view
 	return &artifactSource{artifact: a, client: r.artifacts.client(user, password)}, nil
 }
 
-// artifactRevision resolves gs's artifact: one manifest HEAD for a tag, a
-// tag listing and one HEAD for a semver range, nothing for a digest.
+// artifactRevision resolves gs's artifact: one manifest HEAD for a tag or a
+// digest, a tag listing and one HEAD for a semver range.
 func (r *GitSyncReconciler) artifactRevision(ctx context.Context, gs *v1.GitSync, st *syncState, view *tenant.View, now time.Time) (git.Source, git.Revision, error) {
 	src := git.Source{URL: gs.Spec.Source.URL, Path: gs.Spec.Source.Path}
 	a, err := r.artifactOf(ctx, gs, view)
@@ -135,6 +135,12 @@ func (r *GitSyncReconciler) artifactRevision(ctx context.Context, gs *v1.GitSync
 	}
 	start := r.clock.Now()
 	res, err := a.client.Resolve(ctx, a.artifact)
+	if err == nil && a.artifact.Ref.Digest != "" {
+		// A digest resolves without a request; the render kept for it may
+		// have been pulled with another GitSync's credentials, so this
+		// GitSync's must reach it too.
+		err = a.client.Reachable(ctx, a.artifact, res)
+	}
 	reason := ""
 	if err != nil {
 		err = classifyArtifact(err, gs.Spec.Source.SecretRef != nil)
@@ -167,7 +173,7 @@ func (r *GitSyncReconciler) artifactVerified(ctx context.Context, gs *v1.GitSync
 	if err != nil {
 		return "", classifyRead(fmt.Errorf("%s read failed: %w", origin, err), v1.ReasonVerificationFailed)
 	}
-	keys, sum, err := cosignKeys(secret.Data, origin)
+	keys, sum, err := oci.SecretKeys(secret.Data, origin)
 	if err != nil {
 		return "", stalled(v1.ReasonVerificationFailed, err)
 	}
@@ -186,34 +192,6 @@ func (r *GitSyncReconciler) artifactVerified(ctx context.Context, gs *v1.GitSync
 	s := "cosign key " + signer.KeyID
 	r.artifacts.verdicts.Add(memo, s)
 	return s, nil
-}
-
-// cosignKeys parses every data key ending ".pub" as PEM public keys and
-// returns them with a digest of what was parsed (the verdicts' key).
-func cosignKeys(data map[string][]byte, origin string) ([]crypto.PublicKey, string, error) {
-	names := make([]string, 0, len(data))
-	for k := range data {
-		if strings.HasSuffix(k, ".pub") {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	if len(names) == 0 {
-		return nil, "", fmt.Errorf("%s has no key ending .pub (a cosign public key)", origin)
-	}
-	h := sha256.New()
-	var keys []crypto.PublicKey
-	for _, k := range names {
-		ks, err := oci.ParsePublicKeys(data[k])
-		if err != nil {
-			return nil, "", fmt.Errorf("%s key %s: %w", origin, k, err)
-		}
-		keys = append(keys, ks...)
-		h.Write([]byte(k + "\x00"))
-		h.Write(data[k])
-		h.Write([]byte{0})
-	}
-	return keys, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // classifyArtifact sorts a registry failure. What only a new spec or

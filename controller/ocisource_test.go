@@ -150,6 +150,49 @@ func TestOCIArtifactSource(t *testing.T) {
 	assertNotShown(t, c, ns, logs, got, "s3cret-registry-pw")
 }
 
+// TestOCIArtifactDigestNeedsItsOwnCredentials: a GitSync naming by digest
+// an artifact that another GitSync pulled with credentials does not get
+// the render kept for it (same namespace and Helm release name, so the same
+// render key): without
+// credentials of its own the registry refuses it (AuthenticationRequired)
+// and nothing is applied.
+//
+// Checked: without artifactRevision's Reachable, the second GitSync
+// applies the private artifact's ConfigMap.
+func TestOCIArtifactDigestNeedsItsOwnCredentials(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	reg := chartrepotest.NewRegistry(t)
+	reg.RequireAuth("ci", "private-pw")
+	url := "oci://" + reg.Host() + "/apps/private"
+	digest := pushArtifact(t, url, "v1", "ci", "private-pw", map[string]string{"deploy/a.yaml": configMap("a", "private")})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry", Namespace: ns},
+		StringData: map[string]string{"username": "ci", "password": "private-pw"}}); err != nil {
+		t.Fatal(err)
+	}
+	byDigest := func(g *v1.GitSync) { g.Spec.Source.Ref = v1.GitRef{Digest: digest} }
+	owner := newGitSync(ns, "owner", url, byDigest, func(g *v1.GitSync) {
+		g.Spec.Source.SecretRef = &v1.LocalObjectReference{Name: "registry"}
+	})
+	if err := c.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, client.ObjectKeyFromObject(owner), v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return g.Status.LastAppliedRevision == digest
+	})
+	// The same release name and namespace make the same render key.
+	thief := newGitSync(ns, "thief", url, byDigest, func(g *v1.GitSync) { g.Spec.Helm = &v1.HelmSpec{ReleaseName: "owner"} })
+	if err := c.Create(ctx, thief); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, c, client.ObjectKeyFromObject(thief), v1.ReasonAuthenticationRequired, "spec.source.secretRef")
+	if cm, err := getCM(t, c, ns, "a"); err != nil || cm.Labels["gitsync.dev/name"] != "owner" {
+		t.Errorf("ConfigMap a: %v, labels %v; want it the owner's alone", err, cm.Labels)
+	}
+}
+
 // cosign runs the cosign binary the tests are built with, in dir, with an
 // empty key password.
 func cosign(t *testing.T, dir string, args ...string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"net"
@@ -24,8 +25,10 @@ import (
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/object"
 	"gitsync.dev/gitsync/prepare"
+	"gitsync.dev/gitsync/source/chartrepo"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/git/githubapp"
+	"gitsync.dev/gitsync/source/oci"
 	"gitsync.dev/gitsync/source/verify"
 )
 
@@ -193,6 +196,9 @@ func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, er
 // spec.source.secretRef read with the user's own identity.
 func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
 	spec := p.gs.Spec.Source
+	if oci.IsURL(spec.URL) && o.URL == "" {
+		return p.renderArtifact(ctx, user, o)
+	}
 	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	if src.URL == "" {
 		src.URL = spec.URL
@@ -215,6 +221,53 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluste
 		return nil, err
 	}
 	return o.renderSource(ctx, src, check)
+}
+
+// renderArtifact renders the oci:// artifact of p's GitSync at its ref (or
+// --tag / --semver), with the credentials of the environment or docker
+// configuration, else those of spec.source.secretRef, and verified as the
+// agent verifies it (spec.source.verify's keys): Secrets are read with the
+// user's own identity.
+func (p *gitSyncPreview) renderArtifact(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
+	spec := p.gs.Spec.Source
+	a := oci.Artifact{URL: strings.TrimSuffix(spec.URL, "/"), Ref: oci.Ref{Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Digest: spec.Ref.Digest}}
+	switch {
+	case o.Branch != "" || o.Commit != "":
+		return nil, fmt.Errorf("GitSync/%s/%s reads an oci:// artifact: --branch and --commit select Git revisions; give --tag or --semver", p.gs.Namespace, p.gs.Name)
+	case o.Tag != "":
+		a.Ref = oci.Ref{Tag: o.Tag}
+	case o.Semver != "":
+		a.Ref = oci.Ref{Semver: o.Semver}
+	}
+	c := ociClient(o.PlainHTTP)
+	if ref := spec.SecretRef; ref != nil && os.Getenv(ociEnvUsername) == "" && os.Getenv(ociEnvPassword) == "" {
+		from := fmt.Sprintf("Secret/%s/%s (spec.source.secretRef)", p.gs.Namespace, ref.Name)
+		secret, err := userSecret(ctx, user, p.gs.Namespace, ref.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s read failed: %w; give the credentials with $%s/$%s or docker login instead", from, err, ociEnvUsername, ociEnvPassword)
+		}
+		creds, err := chartrepo.FromSecret(a.URL, from, secret.Data)
+		if err != nil {
+			return nil, err
+		}
+		c = ociClientAs(o.PlainHTTP, creds.Username, creds.Password)
+	}
+	var keys []crypto.PublicKey
+	if v := spec.Verify; v != nil {
+		from := fmt.Sprintf("Secret/%s/%s (spec.source.verify.secretRef)", p.gs.Namespace, v.SecretRef.Name)
+		secret, err := userSecret(ctx, user, p.gs.Namespace, v.SecretRef.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s read failed: %w", from, err)
+		}
+		if keys, _, err = oci.SecretKeys(secret.Data, from); err != nil {
+			return nil, err
+		}
+	}
+	r, err := o.renderPulled(ctx, c, a, keys)
+	if errors.Is(err, oci.ErrUnverified) {
+		return nil, fmt.Errorf("%w; GitSync/%s/%s verifies its source (spec.source.verify), so the agent refuses it too", err, p.gs.Namespace, p.gs.Name)
+	}
+	return r, err
 }
 
 // verification is the agent's spec.source.verify for p's GitSync, with the

@@ -20,9 +20,15 @@ const (
 // ociClient is the CLI's registry client: credentials from the
 // environment, else the docker configuration.
 func ociClient(plainHTTP bool) *oci.Client {
+	return ociClientAs(plainHTTP, os.Getenv(ociEnvUsername), os.Getenv(ociEnvPassword))
+}
+
+// ociClientAs is the CLI's registry client with the credentials user and
+// password, else (both empty) those of the docker configuration.
+func ociClientAs(plainHTTP bool, user, password string) *oci.Client {
 	opts := oci.Options{PlainHTTP: plainHTTP, Keychain: authn.DefaultKeychain, UserAgent: "gitsync/" + readBuild(version, commit, date, nil).version}
-	if u, p := os.Getenv(ociEnvUsername), os.Getenv(ociEnvPassword); u != "" || p != "" {
-		opts.Auth = &authn.Basic{Username: u, Password: p}
+	if user != "" || password != "" {
+		opts.Auth = &authn.Basic{Username: user, Password: password}
 	}
 	return oci.New(opts)
 }

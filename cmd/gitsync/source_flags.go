@@ -405,18 +405,30 @@ func (o *sourceOptions) renderArtifact(ctx context.Context) (*renderedSource, er
 	case a.Ref == (oci.Ref{}):
 		a.Ref.Tag = "latest"
 	}
+	keys, err := o.cosignKeys()
+	if err != nil {
+		return nil, err
+	}
+	return o.renderPulled(ctx, ociClient(o.PlainHTTP), a, keys)
+}
+
+// renderPulled resolves a, verifies it with keys when any are given (nothing
+// of an unverified artifact is read), pulls it into a temporary directory
+// and renders Path from it, as the directory's top.
+func (o *sourceOptions) renderPulled(ctx context.Context, c *oci.Client, a oci.Artifact, keys []crypto.PublicKey) (*renderedSource, error) {
 	tmp, err := os.MkdirTemp("", "gitsync-cli-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	c := ociClient(o.PlainHTTP)
 	rev, err := c.Resolve(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.verifyArtifact(ctx, c, a, rev); err != nil {
-		return nil, err
+	if len(keys) > 0 {
+		if _, err := c.Verify(ctx, a, rev, keys); err != nil {
+			return nil, err
+		}
 	}
 	dir := filepath.Join(tmp, "artifact")
 	if _, err := c.Pull(ctx, a, rev, dir); err != nil {
@@ -425,26 +437,22 @@ func (o *sourceOptions) renderArtifact(ctx context.Context) (*renderedSource, er
 	return o.renderTop(ctx, dir, o.Path, rev.String(), fmt.Sprintf("%s at %s", a.URL, rev))
 }
 
-// verifyArtifact checks rev's cosign signature against --cosign-key when
-// given; nothing of an unverified artifact is read.
-func (o *sourceOptions) verifyArtifact(ctx context.Context, c *oci.Client, a oci.Artifact, rev oci.Revision) error {
-	if len(o.CosignKeys) == 0 {
-		return nil
-	}
+// cosignKeys are the public keys of --cosign-key's files; none when not
+// given.
+func (o *sourceOptions) cosignKeys() ([]crypto.PublicKey, error) {
 	var keys []crypto.PublicKey
 	for _, f := range o.CosignKeys {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return fmt.Errorf("--cosign-key: %w", err)
+			return nil, fmt.Errorf("--cosign-key: %w", err)
 		}
 		k, err := oci.ParsePublicKeys(b)
 		if err != nil {
-			return fmt.Errorf("--cosign-key %s: %w", f, err)
+			return nil, fmt.Errorf("--cosign-key %s: %w", f, err)
 		}
 		keys = append(keys, k...)
 	}
-	_, err := c.Verify(ctx, a, rev, keys)
-	return err
+	return keys, nil
 }
 
 // withCredentialsHint says how to give the CLI credentials when a remote

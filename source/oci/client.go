@@ -175,6 +175,21 @@ func (c *Client) Resolve(ctx context.Context, a Artifact) (Revision, error) {
 	return Revision{Tag: tag, Digest: desc.Digest.String()}, nil
 }
 
+// Reachable asks the registry, with the Client's credentials, whether a's
+// manifest rev.Digest is there: one HEAD. A cache of what was pulled with
+// other credentials asks it before handing out content of a digest Ref,
+// which Resolve answers without a request.
+func (c *Client) Reachable(ctx context.Context, a Artifact, rev Revision) error {
+	repo, err := a.repository(c.opts.PlainHTTP)
+	if err != nil {
+		return err
+	}
+	if _, err := c.puller.Head(ctx, repo.Digest(rev.Digest)); err != nil {
+		return fmt.Errorf("%s@%s: %w", a.URL, rev.Digest, err)
+	}
+	return nil
+}
+
 // highest is the highest tag of repo satisfying the range r.
 func (c *Client) highest(ctx context.Context, repo name.Repository, r string) (string, error) {
 	constraint, err := semver.NewConstraint(r)

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -74,6 +75,36 @@ func ParsePublicKeys(b []byte) ([]crypto.PublicKey, error) {
 		return nil, errors.New("no PEM PUBLIC KEY block")
 	}
 	return out, nil
+}
+
+// SecretKeys reads the trusted keys of a Secret's data, as a GitSync's
+// spec.source.verify (mode Cosign) names them: every key ending ".pub"
+// holds one or more PEM public keys. Sum is a digest of what was read, so
+// a verdict can be remembered per key set. from names the Secret in
+// errors; key material never appears in one.
+func SecretKeys(data map[string][]byte, from string) (keys []crypto.PublicKey, sum string, err error) {
+	names := make([]string, 0, len(data))
+	for k := range data {
+		if strings.HasSuffix(k, ".pub") {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return nil, "", fmt.Errorf("%s has no key ending .pub (a cosign public key)", from)
+	}
+	h := sha256.New()
+	for _, k := range names {
+		ks, err := ParsePublicKeys(data[k])
+		if err != nil {
+			return nil, "", fmt.Errorf("%s key %s: %w", from, k, err)
+		}
+		keys = append(keys, ks...)
+		h.Write([]byte(k + "\x00"))
+		h.Write(data[k])
+		h.Write([]byte{0})
+	}
+	return keys, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // KeyID is "SHA256:<hex>" of k's PKIX encoding.
