@@ -215,8 +215,8 @@ func cosign(t *testing.T, dir string, args ...string) {
 // Stalled VerificationFailed with nothing applied or pruned; the verdict
 // is remembered, so polls of the verified digest read no signature again.
 //
-// Checked: with artifactVerified returning "" before it verifies, the
-// unsigned push is applied and the test fails.
+// Checked: with artifactVerified returning "" before it verifies, the test
+// fails at once: the artifact is applied with no signer shown.
 func TestOCIArtifactCosign(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)

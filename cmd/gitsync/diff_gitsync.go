@@ -199,6 +199,9 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluste
 	if oci.IsURL(spec.URL) && o.URL == "" {
 		return p.renderArtifact(ctx, user, o)
 	}
+	if o.PlainHTTP && !oci.IsURL(o.URL) {
+		return nil, fmt.Errorf("--plain-http is for an oci:// source; GitSync/%s/%s reads Git", p.gs.Namespace, p.gs.Name)
+	}
 	src := sourcegit.Source{URL: o.URL, Path: o.Path, Ref: o.ref()}
 	if src.URL == "" {
 		src.URL = spec.URL

@@ -74,7 +74,7 @@ func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KnownHostsFile, "known-hosts", "", "known_hosts file for ssh URLs (default ~/.ssh/known_hosts).")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM bundle of extra CAs to trust for https URLs.")
 	fs.IntVar(&o.MaxObjects, "max-objects", sourcerender.DefaultMaxObjects, "Refuse a source that renders more objects than this.")
-	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "Read an oci:// --url over plain HTTP (a local registry without TLS).")
+	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "Read an oci:// --url (or a --gitsync GitSync's oci:// source) over plain HTTP (a local registry without TLS).")
 	fs.StringSliceVar(&o.CosignKeys, "cosign-key", nil, "PEM public key file (repeatable); an oci:// --url is read only if one of them verifies its cosign signature.")
 	o.Rendering.AddFlags(fs)
 }
@@ -188,10 +188,11 @@ func (o *sourceOptions) CompleteOptional(args []string) error {
 		return errors.New("--branch, --tag, --semver and --commit select a revision to fetch; a directory is read as it is on disk")
 	case refs > 1:
 		return errors.New("give at most one of --branch, --tag, --semver and --commit")
-	case o.PlainHTTP && !oci.IsURL(o.URL):
-		return errors.New("--plain-http is for an oci:// --url")
+	case o.PlainHTTP && (o.Dir != "" || o.URL != "" && !oci.IsURL(o.URL)):
+		// Without --url, the GitSync's own source may be an oci:// one.
+		return errors.New("--plain-http is for an oci:// source")
 	case len(o.CosignKeys) > 0 && !oci.IsURL(o.URL):
-		return errors.New("--cosign-key verifies an oci:// --url")
+		return errors.New("--cosign-key verifies an oci:// --url (a GitSync's artifact is verified with its own keys)")
 	}
 	return nil
 }
