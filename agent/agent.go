@@ -213,7 +213,7 @@ func newReconciler(ctx context.Context, mgr manager.Manager, opts Options) (*con
 	if err != nil {
 		return nil, nil, err
 	}
-	ropts.Fetcher, ropts.Cache, ropts.Metrics = fetcher, srcCache, m
+	ropts.Fetcher, ropts.Cache, ropts.Metrics, ropts.Charts = fetcher, srcCache, m, charts
 	ropts.AgentNamespace, ropts.AgentServiceAccount = identity(ctx, mgr.GetConfig(), ropts.AgentNamespace, ropts.AgentServiceAccount)
 	rec, err := controller.New(mgr, ropts)
 	return rec, m, err

@@ -21,6 +21,7 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/oci"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -36,14 +37,19 @@ import (
 // digest stays the same.
 
 // artifactSource is what reads one GitSync's artifact: where it is, and a
-// client holding its credentials that dials only through the egress guard.
+// client holding its credentials that dials only through the egress guard;
+// for a chart source (chartsource.go), the chart archive resolved.
 type artifactSource struct {
 	artifact oci.Artifact
 	client   *oci.Client
+	chart    *helm.Archive
 }
 
 // pull writes the artifact of rev into dst (source.PullFunc).
 func (a *artifactSource) pull(rev git.Revision) func(ctx context.Context, dst string) error {
+	if a.chart != nil {
+		return func(ctx context.Context, dst string) error { return extractChart(*a.chart, dst) }
+	}
 	return func(ctx context.Context, dst string) error {
 		_, err := a.client.Pull(ctx, a.artifact, oci.Revision{Tag: rev.Ref, Digest: rev.Digest}, dst)
 		return err

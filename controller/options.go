@@ -12,6 +12,7 @@ import (
 	"gitsync.dev/gitsync/metrics"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/budget"
+	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/render"
 )
@@ -24,6 +25,9 @@ type Options struct {
 	// Cache turns a resolved revision into rendered objects, fetching and
 	// rendering only what it has not seen. Required.
 	Cache *source.Cache
+	// Charts reads the charts of GitSyncs whose source is a chart
+	// (spec.source.chart); nil refuses such sources.
+	Charts *chartrepo.Fetcher
 	// Apply is the base for every GitSync's applier options; OwnerLabels,
 	// DefaultNamespace and Force are filled per GitSync.
 	Apply apply.Options

@@ -210,7 +210,10 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	}
 	now := r.clock.Now()
 	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor)
-	if oci.IsURL(gs.Spec.Source.URL) {
+	switch {
+	case gs.Spec.Source.Chart != "":
+		return r.chartRevision(ctx, gs, st, view, now, notBefore)
+	case oci.IsURL(gs.Spec.Source.URL):
 		return r.artifactRevision(ctx, gs, st, view, now)
 	}
 	src, err := r.sourceOf(ctx, gs, view)

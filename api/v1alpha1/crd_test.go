@@ -124,6 +124,21 @@ func TestCRDValidation(t *testing.T) {
 		{name: "Git verified with cosign", mutate: func(g *v1.GitSync) {
 			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "keys"}}
 		}, wantErr: "only an oci:// source does"},
+		{name: "chart of a Helm repository", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Semver: "6.x"}}
+		}},
+		{name: "chart of an OCI registry", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "oci://ghcr.io/org/charts", Chart: "podinfo", Ref: v1.GitRef{Tag: "6.5.0"}}
+		}},
+		{name: "chart of a branch", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Branch: "main"}}
+		}, wantErr: "a chart source follows ref.tag (a version) or ref.semver"},
+		{name: "chart with a path", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Tag: "1.0.0"}, Path: "x"}
+		}, wantErr: "path is for Git and artifact sources"},
+		{name: "chart over ssh", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "ssh://git@example.com/charts", Chart: "podinfo", Ref: v1.GitRef{Tag: "1.0.0"}}
+		}, wantErr: "a chart source's url is a Helm repository"},
 		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
 	}
 	for _, tt := range tests {

@@ -484,6 +484,10 @@ type CommitStatusSpec struct {
 // +kubebuilder:validation:XValidation:rule="!self.url.startsWith('oci://') || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver) || has(self.ref.digest)))",message="an oci:// source follows ref.tag, ref.semver or ref.digest (branches and commits are Git's)"
 // +kubebuilder:validation:XValidation:rule="self.url.startsWith('oci://') || !has(self.ref) || !has(self.ref.digest)",message="ref.digest is for an oci:// source; a Git source pins ref.commit"
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || ((has(self.verify.mode) && self.verify.mode == 'Cosign') == self.url.startsWith('oci://'))",message="an oci:// source verifies with verify.mode Cosign, and only an oci:// source does (HEAD, Tag and TagAndHEAD verify Git)"
+// +kubebuilder:validation:XValidation:rule="!has(self.chart) || self.url.startsWith('https://') || self.url.startsWith('http://') || self.url.startsWith('oci://')",message="a chart source's url is a Helm repository (https://) or an OCI registry path (oci://)"
+// +kubebuilder:validation:XValidation:rule="!has(self.chart) || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="a chart source follows ref.tag (a version) or ref.semver (a range of versions)"
+// +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.path) || self.path == ''",message="a chart source renders the chart itself: path is for Git and artifact sources"
+// +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.verify)",message="verify is not supported for a chart source yet"
 type GitSource struct {
 	// URL of the repository: https://, http://, ssh://, git@host:org/repo or
 	// file://; or oci://REGISTRY/REPOSITORY for an OCI artifact (the layout
@@ -493,6 +497,17 @@ type GitSource struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
+
+	// Chart, when set, makes URL a Helm chart repository (an https://
+	// repository serving index.yaml, or the oci:// registry path charts are
+	// pushed under, as a Chart.yaml dependency names it) and names the
+	// chart to render: ref.tag pins its version, ref.semver follows the
+	// highest version in the range, polled every interval. Values come from
+	// spec.helm; the revision is VERSION@sha256:<archive digest>.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	// +optional
+	Chart string `json:"chart,omitempty"`
 
 	// Ref selects the branch, tag, semver range or commit to follow.
 	// +kubebuilder:default={branch: "main"}

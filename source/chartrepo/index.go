@@ -41,6 +41,27 @@ type cachedIndex struct {
 	at    time.Time
 }
 
+// fresh reports whether c may answer at now: read within ttl, and not
+// before what the context asks (FreshAfter).
+func (c cachedIndex) fresh(ctx context.Context, now time.Time, ttl time.Duration) bool {
+	return now.Sub(c.at) < ttl && !c.at.Before(freshAfter(ctx))
+}
+
+type freshKey struct{}
+
+// FreshAfter asks the Fetcher's lookups under ctx for indexes, tag lists
+// and manifests read at t or later: a GitSync whose source is a chart polls
+// its repository once per interval (and at once when asked), while
+// chart dependencies share what was read within the IndexTTL.
+func FreshAfter(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, freshKey{}, t)
+}
+
+func freshAfter(ctx context.Context) time.Time {
+	t, _ := ctx.Value(freshKey{}).(time.Time)
+	return t
+}
+
 // resolveHTTP picks n's version from its repository's index and stores its
 // archive.
 func (f *Fetcher) resolveHTTP(ctx context.Context, n helm.Need, acc Access) (helm.Archive, error) {
@@ -117,7 +138,7 @@ func (f *Fetcher) index(ctx context.Context, repo string, acc Access) (*index, e
 	f.mu.Lock()
 	c, ok := f.indexes[key]
 	f.mu.Unlock()
-	if ok && now.Sub(c.at) < f.opts.IndexTTL {
+	if ok && c.fresh(ctx, now, f.opts.IndexTTL) {
 		return c.idx, nil
 	}
 	v, err, _ := f.group.Do("index\x00"+key, func() (any, error) {

@@ -24,7 +24,7 @@ import (
 // Media types of a Helm chart in an OCI registry.
 const (
 	HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	HelmChartMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	HelmChartMediaType  = oci.HelmChartContentMediaType
 )
 
 // maxManifestBytes caps an OCI manifest (a chart's is well under 1 KiB).
@@ -44,7 +44,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, n helm.Need, acc Access) (helm
 	}
 	// Helm writes "+" of a version as "_" in a tag, which cannot hold "+".
 	ref := repo.Tag(strings.ReplaceAll(version, "+", "_"))
-	layer, err := f.chartLayer(ref, n.Repository, acc, opts)
+	layer, err := f.chartLayer(ctx, ref, n.Repository, acc, opts)
 	if err != nil {
 		return helm.Archive{}, f.ociErr(n.Repository, acc, err)
 	}
@@ -92,7 +92,7 @@ func (f *Fetcher) ociVersion(ctx context.Context, repo name.Repository, n helm.N
 	if err != nil {
 		return "", fmt.Errorf("version %q is not a semver version or constraint: %w", n.Version, err)
 	}
-	tags, err := f.ociTags(repo, n.Repository, acc, opts)
+	tags, err := f.ociTags(ctx, repo, n.Repository, acc, opts)
 	if err != nil {
 		return "", err
 	}
@@ -104,13 +104,13 @@ func (f *Fetcher) ociVersion(ctx context.Context, repo name.Repository, n helm.N
 }
 
 // ociTags lists repo's tags, from memory within IndexTTL.
-func (f *Fetcher) ociTags(repo name.Repository, base string, acc Access, opts []remote.Option) ([]string, error) {
+func (f *Fetcher) ociTags(ctx context.Context, repo name.Repository, base string, acc Access, opts []remote.Option) ([]string, error) {
 	key := "tags\x00" + repo.String() + "\x00" + acc.Key(base)
 	now := f.opts.Now()
 	f.mu.Lock()
 	c, ok := f.indexes[key]
 	f.mu.Unlock()
-	if ok && now.Sub(c.at) < f.opts.IndexTTL {
+	if ok && c.fresh(ctx, now, f.opts.IndexTTL) {
 		return c.tags, nil
 	}
 	tags, err := remote.List(repo, opts...)
@@ -126,13 +126,13 @@ func (f *Fetcher) ociTags(repo name.Repository, base string, acc Access, opts []
 // chartLayer reads ref's manifest (from memory within IndexTTL) and
 // returns its chart layer; a manifest that is not a Helm chart's is
 // refused.
-func (f *Fetcher) chartLayer(ref name.Tag, base string, acc Access, opts []remote.Option) (v1.Descriptor, error) {
+func (f *Fetcher) chartLayer(ctx context.Context, ref name.Tag, base string, acc Access, opts []remote.Option) (v1.Descriptor, error) {
 	key := "manifest\x00" + ref.String() + "\x00" + acc.Key(base)
 	now := f.opts.Now()
 	f.mu.Lock()
 	c, ok := f.indexes[key]
 	f.mu.Unlock()
-	if ok && now.Sub(c.at) < f.opts.IndexTTL {
+	if ok && c.fresh(ctx, now, f.opts.IndexTTL) {
 		return c.layer, nil
 	}
 	desc, err := remote.Get(ref, opts...)

@@ -20,7 +20,14 @@ var contentTypes = map[types.MediaType]bool{
 	"application/x-gzip":     true,
 	"application/x-tar+gzip": true,
 	"application/vnd.oci.image.layer.v1.tar+gzip+encrypted": false,
+	// A Helm chart pushed with `helm push`: its files are the chart's
+	// directory, so an oci:// source of a chart renders it at path NAME.
+	HelmChartContentMediaType: true,
 }
+
+// HelmChartContentMediaType is the layer of a Helm chart in a registry;
+// a chart's manifest may carry its provenance file as a second layer.
+const HelmChartContentMediaType types.MediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 
 // Annotations of the manifest that say where an artifact came from.
 const (

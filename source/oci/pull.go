@@ -104,12 +104,12 @@ func (c *Client) Pull(ctx context.Context, a Artifact, rev Revision, dst string)
 }
 
 // contentLayer picks the layer holding the files: the only layer, or the
-// only Flux content layer among several.
+// only Flux content or Helm chart layer among several.
 func contentLayer(m *v1.Manifest) (v1.Descriptor, error) {
-	var flux []v1.Descriptor
+	var content []v1.Descriptor // Flux's content layer, or a Helm chart's beside its provenance
 	for _, l := range m.Layers {
-		if l.MediaType == FluxContentMediaType {
-			flux = append(flux, l)
+		if l.MediaType == FluxContentMediaType || l.MediaType == HelmChartContentMediaType {
+			content = append(content, l)
 		}
 	}
 	switch {
@@ -117,19 +117,33 @@ func contentLayer(m *v1.Manifest) (v1.Descriptor, error) {
 		return m.Layers[0], nil
 	case len(m.Layers) == 1:
 		return v1.Descriptor{}, fmt.Errorf("its layer is %s, not a gzip'd tar: %w", m.Layers[0].MediaType, ErrLayout)
-	case len(flux) == 1:
-		return flux[0], nil
+	case len(content) == 1:
+		return content[0], nil
 	case len(m.Layers) == 0:
 		return v1.Descriptor{}, fmt.Errorf("it has no layer: %w", ErrLayout)
 	}
-	return v1.Descriptor{}, fmt.Errorf("it has %d layers and %d of type %s; gitsync reads one: %w", len(m.Layers), len(flux), FluxContentMediaType, ErrLayout)
+	return v1.Descriptor{}, fmt.Errorf("it has %d layers and %d of type %s or %s; gitsync reads one: %w", len(m.Layers), len(content), FluxContentMediaType, HelmChartContentMediaType, ErrLayout)
 }
 
-// untar writes the entries of the gzip'd tar r into dir within the limits.
-// Only directories and regular files are written; a link, device or
-// duplicate entry is refused rather than skipped, so what is rendered is
-// never a part of what was published.
-func (c *Client) untar(r io.Reader, dir string) error {
+// untar writes the entries of the gzip'd tar r into dir within the
+// Client's limits (Extract).
+func (c *Client) untar(r io.Reader, dir string) error { return Extract(r, dir, c.opts.Limits) }
+
+// Extract writes the entries of the gzip'd tar r into the existing
+// directory dir within lim's Files and FileBytes (zero fields take
+// DefaultLimits'), through an os.Root: nothing lands outside dir. Only
+// directories and regular files are written; a link, device or duplicate
+// entry is refused rather than skipped, so what is rendered is never a
+// part of what was published. Artifacts and chart archives are unpacked
+// by it alike.
+func Extract(r io.Reader, dir string, lim Limits) error {
+	d := DefaultLimits()
+	if lim.Files <= 0 {
+		lim.Files = d.Files
+	}
+	if lim.FileBytes <= 0 {
+		lim.FileBytes = d.FileBytes
+	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return fmt.Errorf("not gzip: %w", err)
@@ -139,7 +153,6 @@ func (c *Client) untar(r io.Reader, dir string) error {
 		return err
 	}
 	defer root.Close()
-	lim := c.opts.Limits
 	tr := tar.NewReader(zr)
 	seen := map[string]bool{}
 	var entries int
