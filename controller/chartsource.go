@@ -2,13 +2,8 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,7 +13,6 @@ import (
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/helm"
-	"gitsync.dev/gitsync/source/oci"
 	"gitsync.dev/gitsync/tenant"
 )
 
@@ -31,10 +25,6 @@ import (
 // too): every connection through the egress guard, archives capped and
 // stored by digest, the index or tag list read once per interval (and at
 // once on a requested reconcile) with the GitSync's own credentials.
-
-// chartLimits bound a chart archive's expansion (its download is capped
-// by the fetcher's MaxChartBytes).
-var chartLimits = oci.Limits{Files: 10_000, FileBytes: 64 << 20}
 
 // chartRevision resolves gs's chart: the version its ref selects and that
 // version's archive, downloaded unless stored.
@@ -78,32 +68,4 @@ func (r *GitSyncReconciler) chartRevision(ctx context.Context, gs *v1.GitSync, s
 	st.resolved(gs, src, rev, now)
 	st.setArtifact(&artifactSource{chart: &a})
 	return src, rev, nil
-}
-
-// extractChart unpacks the stored archive a into dst (which does not exist
-// yet), checking it against its digest: the chart's directory lands at
-// dst/NAME, where spec.source.chart renders it.
-func extractChart(a helm.Archive, dst string) error {
-	f, err := os.Open(a.File)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return err
-	}
-	h := sha256.New()
-	if err := oci.Extract(io.TeeReader(f, h), dst, chartLimits); err != nil {
-		return fmt.Errorf("chart %s %s: %w", a.Name, a.Version, err)
-	}
-	if _, err := io.Copy(h, f); err != nil { // what gzip's end left unread
-		return err
-	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != a.Digest {
-		return fmt.Errorf("chart %s %s: the stored archive hashes to %s, not %s", a.Name, a.Version, got, a.Digest)
-	}
-	if _, err := os.Stat(filepath.Join(dst, a.Name, "Chart.yaml")); err != nil {
-		return fmt.Errorf("chart %s %s: the archive has no %s/Chart.yaml: %w", a.Name, a.Version, a.Name, oci.ErrLayout)
-	}
-	return nil
 }

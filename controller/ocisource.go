@@ -48,7 +48,7 @@ type artifactSource struct {
 // pull writes the artifact of rev into dst (source.PullFunc).
 func (a *artifactSource) pull(rev git.Revision) func(ctx context.Context, dst string) error {
 	if a.chart != nil {
-		return func(ctx context.Context, dst string) error { return extractChart(*a.chart, dst) }
+		return func(ctx context.Context, dst string) error { return chartrepo.Extract(*a.chart, dst) }
 	}
 	return func(ctx context.Context, dst string) error {
 		_, err := a.client.Pull(ctx, a.artifact, oci.Revision{Tag: rev.Ref, Digest: rev.Digest}, dst)

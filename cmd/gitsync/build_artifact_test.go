@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
@@ -93,4 +95,40 @@ func TestBuildGitSyncOfArtifact(t *testing.T) {
 	if !strings.Contains(refused.stderr, "has no cosign signature") || !strings.Contains(refused.stderr, "the agent refuses it too") || refused.stdout != "" {
 		t.Errorf("build of an unsigned artifact a GitSync verifies:\n%s", refused)
 	}
+}
+
+// TestBuildGitSyncOfChart: the agent binary applies a GitSync whose source
+// is a chart of a Helm repository (spec.source.chart, a semver range,
+// spec.helm.values), and `gitsync build --gitsync` downloads the same
+// version and prints what the agent applied.
+//
+// Checked: with renderRemote not branching on spec.source.chart, build
+// fetches the repository's URL as Git and exits 2.
+func TestBuildGitSyncOfChart(t *testing.T) {
+	ns := env.Namespace(t)
+	startRun(t, ns, "--leader-elect=false", "--allow-networks", "127.0.0.0/8")
+	c := gitsyncClient(t)
+	repo := chartrepotest.NewHTTPRepo(t)
+	dir := filepath.Join(t.TempDir(), "leaf")
+	chartrepotest.WriteTree(t, dir, chartrepotest.Leaf("leaf", "1.2.0"))
+	repo.Add(t, dir)
+	gs := gitsynctest.New(ns, "web", repo.URL(), func(g *gitsyncv1.GitSync) {
+		g.Spec.Source.Chart, g.Spec.Source.Ref, g.Spec.Source.Path = "leaf", gitsyncv1.GitRef{Semver: "~1.2"}, ""
+		g.Spec.Helm = &gitsyncv1.HelmSpec{Values: &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"from the spec"}`)}}
+	})
+	poll(t, "create GitSync (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
+		return c.Create(ctx, gs.DeepCopy()) == nil, nil
+	})
+	waitApplied(t, c, client.ObjectKeyFromObject(gs), "1.2.0@sha256:")
+
+	r := gitsync(t, "build", "--gitsync", ns+"/web", "--kubeconfig", env.Kubeconfig, "-o", "json")
+	wantCode(t, r, 0)
+	built := builtObjects(t, r.stdout, outputJSON)
+	if len(built) != 1 || built[0].GetName() != "web-leaf" {
+		t.Fatalf("build --gitsync printed %d objects, want ConfigMap web-leaf alone:\n%s", len(built), r)
+	}
+	if g, _, _ := unstructured.NestedString(built[0].Object, "data", "greeting"); g != "from the spec" {
+		t.Errorf("greeting %q, want spec.helm.values' one", g)
+	}
+	wantLiveMatches(t, built, ns)
 }

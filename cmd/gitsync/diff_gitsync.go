@@ -28,6 +28,7 @@ import (
 	"gitsync.dev/gitsync/source/chartrepo"
 	sourcegit "gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/git/githubapp"
+	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/oci"
 	"gitsync.dev/gitsync/source/verify"
 )
@@ -196,7 +197,10 @@ func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, er
 // spec.source.secretRef read with the user's own identity.
 func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
 	spec := p.gs.Spec.Source
-	if oci.IsURL(spec.URL) && o.URL == "" {
+	switch {
+	case spec.Chart != "" && o.URL == "":
+		return p.renderChart(ctx, user, o)
+	case oci.IsURL(spec.URL) && o.URL == "":
 		return p.renderArtifact(ctx, user, o)
 	}
 	if o.PlainHTTP && !oci.IsURL(o.URL) {
@@ -271,6 +275,61 @@ func (p *gitSyncPreview) renderArtifact(ctx context.Context, user *connectedClus
 		return nil, fmt.Errorf("%w; GitSync/%s/%s verifies its source (spec.source.verify), so the agent refuses it too", err, p.gs.Namespace, p.gs.Name)
 	}
 	return r, err
+}
+
+// renderChart renders the chart p's GitSync takes as its source
+// (spec.source.chart) at its ref (or --tag / --semver), downloaded as the
+// agent downloads it, with the credentials of the user's Helm
+// configuration for the repository, else those of spec.source.secretRef
+// read with the user's own identity.
+func (p *gitSyncPreview) renderChart(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
+	spec := p.gs.Spec.Source
+	need := helm.Need{Name: spec.Chart, Repository: strings.TrimSuffix(spec.URL, "/"), Version: spec.Ref.Tag, Locked: spec.Ref.Tag != ""}
+	switch {
+	case o.Branch != "" || o.Commit != "":
+		return nil, fmt.Errorf("GitSync/%s/%s renders chart %s: --branch and --commit select Git revisions; give --tag (a version) or --semver", p.gs.Namespace, p.gs.Name, spec.Chart)
+	case o.Tag != "":
+		need.Version, need.Locked = o.Tag, true
+	case o.Semver != "":
+		need.Version, need.Locked = o.Semver, false
+	case spec.Ref.Semver != "":
+		need.Version = spec.Ref.Semver
+	}
+	acc, err := o.Rendering.HelmRepos.access()
+	if err != nil {
+		return nil, err
+	}
+	if ref := spec.SecretRef; ref != nil {
+		from := fmt.Sprintf("Secret/%s/%s (spec.source.secretRef)", p.gs.Namespace, ref.Name)
+		secret, err := userSecret(ctx, user, p.gs.Namespace, ref.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s read failed: %w; give the credentials in your Helm configuration instead", from, err)
+		}
+		creds, err := chartrepo.FromSecret(need.Repository, from, secret.Data)
+		if err != nil {
+			return nil, err
+		}
+		acc.Repositories = append(acc.Repositories, creds) // after the user's own
+	}
+	f, err := chartrepo.New(chartrepo.Options{Dir: chartCacheDir(), MaxChartBytes: o.renderOptions().MaxFileBytes})
+	if err != nil {
+		return nil, err
+	}
+	archives, err := f.Resolve(ctx, []helm.Need{need}, acc)
+	if err != nil {
+		return nil, err
+	}
+	a := archives[0]
+	tmp, err := os.MkdirTemp("", "gitsync-cli-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := chartrepo.Extract(a, tmp); err != nil {
+		return nil, err
+	}
+	rev := a.Version + "@" + a.Digest
+	return o.renderTop(ctx, tmp, spec.Chart, rev, fmt.Sprintf("chart %s %s of %s", spec.Chart, rev, need.Repository))
 }
 
 // verification is the agent's spec.source.verify for p's GitSync, with the
