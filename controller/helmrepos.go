@@ -2,9 +2,9 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -14,22 +14,15 @@ import (
 // value for the redactor. A Secret that cannot be read, or lacks the keys,
 // fails the sync before anything is downloaded or applied.
 func chartAccess(ctx context.Context, gs *v1.GitSync, view *tenant.View) (chartrepo.Access, error) {
-	var acc chartrepo.Access
-	if gs.Spec.Helm == nil {
-		return acc, nil
-	}
-	for i, repo := range gs.Spec.Helm.Repositories {
-		field := fmt.Sprintf("spec.helm.repositories[%d].secretRef", i)
-		name := repo.SecretRef.Name
-		secret, err := view.Secret(ctx, tenant.Ref{Name: name, Field: field})
+	acc, err := prepare.ChartAccess(ctx, gs, func(ctx context.Context, name, field string) (map[string][]byte, error) {
+		s, err := view.Secret(ctx, tenant.Ref{Name: name, Field: field})
 		if err != nil {
-			return acc, classifyRead(fmt.Errorf("Secret/%s/%s read failed: %w", gs.Namespace, name, err), v1.ReasonRenderFailed)
+			return nil, err
 		}
-		r, err := chartrepo.FromSecret(repo.URL, fmt.Sprintf("Secret/%s/%s (%s)", gs.Namespace, name, field), secret.Data)
-		if err != nil {
-			return acc, stalled(v1.ReasonInvalidSpec, err)
-		}
-		acc.Repositories = append(acc.Repositories, r)
+		return s.Data, nil
+	})
+	if err != nil {
+		return acc, classifyPrepare(err, v1.ReasonRenderFailed)
 	}
 	return acc, nil
 }

@@ -139,8 +139,18 @@ func (p *gitSyncPreview) render(ctx context.Context, user *connectedCluster, o *
 	if err := opts.Rendering.useGitSync(p.gs); err != nil {
 		return nil, err
 	}
+	acc, err := prepare.ChartAccess(ctx, p.gs, func(ctx context.Context, name, _ string) (map[string][]byte, error) {
+		s, err := userSecret(ctx, user, p.gs.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("GitSync/%s/%s: %w", p.gs.Namespace, p.gs.Name, err)
+	}
+	opts.Rendering.HelmRepos.gitSync = acc
 	var desired *renderedSource
-	var err error
 	if opts.Dir != "" {
 		desired, err = opts.renderCheckout(ctx)
 	} else {

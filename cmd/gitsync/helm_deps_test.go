@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/chartrepotest"
+	"gitsync.dev/gitsync/internal/gitsynctest"
 )
 
 // TestCLIChartDependencies: build, apply and diff of a chart directory
@@ -101,5 +106,66 @@ func TestCLIChartDependencies(t *testing.T) {
 	wantCode(t, r, 0)
 	if n := cliWrites(t, ns, append([]string{"apply", chart}, args...)...); n != 0 {
 		t.Errorf("second apply sent %d writes, want 0", n)
+	}
+}
+
+// TestBuildGitSyncChartDependencyCredentials: `build --gitsync` of a
+// GitSync whose chart's dependencies need credentials reads them from the
+// GitSync's spec.helm.repositories Secrets (as the user, as the agent reads
+// them through its boundary) when the user's Helm configuration has none,
+// and shows no value of them.
+//
+// Checked: with gitSyncPreview.render not reading prepare.ChartAccess, build
+// exits 2 "none are configured".
+func TestBuildGitSyncChartDependencyCredentials(t *testing.T) {
+	ns := env.Namespace(t)
+	c := statusClient(t)
+	web, reg := chartrepotest.NewHTTPRepo(t), chartrepotest.NewRegistry(t)
+	dir := t.TempDir()
+	chartrepotest.WriteTree(t, dir, chartrepotest.Leaf("web", "1.2.3"))
+	web.Add(t, dir)
+	leaf := t.TempDir()
+	chartrepotest.WriteTree(t, leaf, chartrepotest.Leaf("cache", "0.5.1"))
+	reg.Push(t, leaf)
+	web.RequireAuth("robot", "web-pw-77a")
+	reg.RequireAuth("robot", "oci-pw-77b")
+
+	checkout := t.TempDir()
+	writeFiles(t, checkout, map[string]string{})
+	for p, body := range chartrepotest.Umbrella(web.URL(), reg.URL()) {
+		writeFiles(t, filepath.Join(checkout, "deploy"), map[string]string{p: body})
+	}
+	ctx := context.Background()
+	auth := base64.StdEncoding.EncodeToString([]byte("robot:oci-pw-77b"))
+	for name, data := range map[string]map[string]string{
+		"web-repo": {"username": "robot", "password": "web-pw-77a"},
+		"registry": {".dockerconfigjson": `{"auths": {"` + reg.Host() + `": {"auth": "` + auth + `"}}}`},
+	} {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gs := gitsynctest.New(ns, "platform", "https://git.example/platform", func(g *gitsyncv1.GitSync) {
+		g.Spec.Helm = &gitsyncv1.HelmSpec{Repositories: []gitsyncv1.HelmRepository{
+			{URL: web.URL(), SecretRef: gitsyncv1.LocalObjectReference{Name: "web-repo"}},
+			{URL: reg.URL(), SecretRef: gitsyncv1.LocalObjectReference{Name: "registry"}},
+		}}
+	})
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	noConfig := []string{"--helm-repository-config", filepath.Join(cfg, "none.yaml"), "--helm-registry-config", filepath.Join(cfg, "none.json")}
+	r := gitsync(t, append([]string{"build", "--gitsync", ns + "/platform", checkout, "--kubeconfig", env.Kubeconfig, "-o", "json"}, noConfig...)...)
+	wantCode(t, r, 0)
+	names := map[string]bool{}
+	for _, obj := range builtObjects(t, r.stdout, outputJSON) {
+		names[obj.GetName()] = true
+	}
+	if !names["platform-web"] || !names["platform-cache"] {
+		t.Errorf("build printed %v; want the dependencies web and cache rendered", names)
+	}
+	if strings.Contains(r.stdout+r.stderr, "pw-77") {
+		t.Errorf("build shows a repository password:\n%s", r)
 	}
 }

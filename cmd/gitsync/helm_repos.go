@@ -28,6 +28,11 @@ type helmRepoFlags struct {
 	// RegistryConfig is Helm's registry config.json (docker config of OCI
 	// registries); default $HELM_REGISTRY_CONFIG, else Helm's.
 	RegistryConfig string
+
+	// gitSync are the credentials of a --gitsync GitSync's
+	// spec.helm.repositories, read as the user; they come after the
+	// user's own configuration.
+	gitSync chartrepo.Access
 }
 
 // AddFlags registers --helm-repository-config and --helm-registry-config.
@@ -104,6 +109,7 @@ func (o *helmRepoFlags) access() (chartrepo.Access, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return acc, fmt.Errorf("helm registry config: %w", err)
 	}
+	acc.Repositories = append(acc.Repositories, o.gitSync.Repositories...)
 	return acc, nil
 }
 

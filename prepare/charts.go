@@ -1,0 +1,39 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+
+	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/source/chartrepo"
+)
+
+// ReadSecret returns the data of the Secret name in the GitSync's
+// namespace, which field of its spec names; the reader tells its values
+// to the redactor (the agent's tenant view, the CLI's user client).
+type ReadSecret func(ctx context.Context, name, field string) (map[string][]byte, error)
+
+// ChartAccess reads the credentials of gs's chart repositories
+// (spec.helm.repositories), in order. A Secret that cannot be read is a
+// *ReadError; one without the keys of its repository's kind a *SpecError.
+// The agent and `diff --gitsync` read them through here alike.
+func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrepo.Access, error) {
+	var acc chartrepo.Access
+	if gs.Spec.Helm == nil {
+		return acc, nil
+	}
+	for i, repo := range gs.Spec.Helm.Repositories {
+		field := fmt.Sprintf("spec.helm.repositories[%d].secretRef", i)
+		subject := fmt.Sprintf("Secret/%s/%s", gs.Namespace, repo.SecretRef.Name)
+		data, err := read(ctx, repo.SecretRef.Name, field)
+		if err != nil {
+			return acc, &ReadError{Subject: subject, Field: field, Err: err}
+		}
+		r, err := chartrepo.FromSecret(repo.URL, subject+" ("+field+")", data)
+		if err != nil {
+			return acc, &SpecError{Field: field, Err: err}
+		}
+		acc.Repositories = append(acc.Repositories, r)
+	}
+	return acc, nil
+}
