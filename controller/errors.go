@@ -59,6 +59,7 @@ func classifyFetch(err error) error {
 	var se *syncError
 	var ae *chartrepo.AuthError
 	var tl *chartrepo.TooLargeError
+	var alias *chartrepo.AliasError
 	switch {
 	case errors.As(err, &se):
 		return err // classified already
@@ -69,6 +70,8 @@ func classifyFetch(err error) error {
 		return retry(v1.ReasonAuthenticationFailed, err)
 	case errors.As(err, &tl):
 		return stalled(v1.ReasonRenderFailed, err)
+	case errors.As(err, &alias):
+		return stalled(v1.ReasonInvalidSpec, err)
 	case errors.Is(err, git.ErrInvalidSource):
 		return stalled(v1.ReasonInvalidSpec, err)
 	case errors.As(err, &re):

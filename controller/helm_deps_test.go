@@ -190,8 +190,8 @@ func TestChartDependencyCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{
-		{URL: web.URL(), SecretRef: v1.LocalObjectReference{Name: "web-creds"}},
-		{URL: reg.URL(), SecretRef: v1.LocalObjectReference{Name: "oci-creds"}},
+		{URL: web.URL(), SecretRef: &v1.LocalObjectReference{Name: "web-creds"}},
+		{URL: reg.URL(), SecretRef: &v1.LocalObjectReference{Name: "oci-creds"}},
 	}}
 	if err := c.Update(ctx, gs); err != nil {
 		t.Fatal(err)
@@ -204,5 +204,46 @@ func TestChartDependencyCredentials(t *testing.T) {
 		if strings.Contains(cond.Message, "s3cret") {
 			t.Errorf("condition %s shows a password: %s", cond.Type, cond.Message)
 		}
+	}
+}
+
+// TestChartDependencyAlias: a chart whose Chart.yaml names a dependency's
+// repository by alias ("@webrepo", as after `helm repo add webrepo URL`)
+// is Stalled InvalidSpec naming the alias while nothing names it, and
+// applies the dependency from the URL spec.helm.repositories gives the
+// name (no Secret: a public repository).
+//
+// Checked: with Fetcher.Resolve not mapping aliases, the alias fails as a
+// URL ("not an http(s) or oci URL") and the test fails at its first wait.
+func TestChartDependencyAlias(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	startAgent(t, agentOptions{namespace: ns})
+	web, reg := chartRepos(t)
+	files := map[string]string{}
+	// Quoted: "@" cannot start a plain YAML scalar.
+	for p, body := range chartrepotest.Umbrella(`"@webrepo"`, reg.URL()) {
+		files["deploy/"+p] = body
+	}
+	r := newRepo(t)
+	r.commit(files)
+	gs := newGitSync(ns, "platform", r.url())
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitReason(t, c, key, v1.ReasonInvalidSpec, "@webrepo", "spec.helm.repositories[].name")
+	if err := c.Get(ctx, key, gs); err != nil {
+		t.Fatal(err)
+	}
+	gs.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{{Name: "webrepo", URL: web.URL()}}}
+	if err := c.Update(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	cm, err := getCM(t, c, ns, "platform-web")
+	if err != nil || cm.Labels["chart"] != "web-1.2.3" {
+		t.Errorf("ConfigMap platform-web: %v %v; want chart web-1.2.3 from the named repository", cm.Labels, err)
 	}
 }

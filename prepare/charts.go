@@ -14,15 +14,25 @@ import (
 type ReadSecret func(ctx context.Context, name, field string) (map[string][]byte, error)
 
 // ChartAccess reads the credentials of gs's chart repositories
-// (spec.helm.repositories), in order. A Secret that cannot be read is a
-// *ReadError; one without the keys of its repository's kind a *SpecError.
-// The agent and `diff --gitsync` read them through here alike.
+// (spec.helm.repositories), in order, and the names they are given as
+// aliases. A Secret that cannot be read is a *ReadError; one without the
+// keys of its repository's kind a *SpecError. The agent and `diff
+// --gitsync` read them through here alike.
 func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrepo.Access, error) {
 	var acc chartrepo.Access
 	if gs.Spec.Helm == nil {
 		return acc, nil
 	}
 	for i, repo := range gs.Spec.Helm.Repositories {
+		if repo.Name != "" {
+			if acc.Aliases == nil {
+				acc.Aliases = map[string]string{}
+			}
+			acc.Aliases[repo.Name] = repo.URL
+		}
+		if repo.SecretRef == nil {
+			continue
+		}
 		field := fmt.Sprintf("spec.helm.repositories[%d].secretRef", i)
 		subject := fmt.Sprintf("Secret/%s/%s", gs.Namespace, repo.SecretRef.Name)
 		data, err := read(ctx, repo.SecretRef.Name, field)

@@ -58,7 +58,9 @@ func RefsOf(gs *v1.GitSync) []Ref {
 	}
 	if h := gs.Spec.Helm; h != nil {
 		for i, repo := range h.Repositories {
-			secret(repo.SecretRef.Name, fmt.Sprintf("spec.helm.repositories[%d].secretRef", i))
+			if repo.SecretRef != nil {
+				secret(repo.SecretRef.Name, fmt.Sprintf("spec.helm.repositories[%d].secretRef", i))
+			}
 		}
 	}
 	return out

@@ -139,6 +139,12 @@ func TestCRDValidation(t *testing.T) {
 		{name: "chart over ssh", mutate: func(g *v1.GitSync) {
 			g.Spec.Source = v1.GitSource{URL: "ssh://git@example.com/charts", Chart: "podinfo", Ref: v1.GitRef{Tag: "1.0.0"}}
 		}, wantErr: "a chart source's url is a Helm repository"},
+		{name: "named chart repository without credentials", mutate: func(g *v1.GitSync) {
+			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{{Name: "stable", URL: "https://charts.example.com"}}}
+		}},
+		{name: "chart repository entry naming nothing", mutate: func(g *v1.GitSync) {
+			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{{URL: "https://charts.example.com"}}}
+		}, wantErr: "a repository entry names the repository (name), its credentials (secretRef) or both"},
 		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
 	}
 	for _, tt := range tests {

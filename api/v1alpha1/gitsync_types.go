@@ -348,15 +348,27 @@ type HelmSpec struct {
 
 	// Repositories give credentials for the chart repositories the chart's
 	// Chart.yaml dependencies are downloaded from (those not vendored in
-	// charts/). A repository not listed is read anonymously.
+	// charts/), and names for those its dependencies name by alias
+	// ("@NAME" or "alias:NAME", as after `helm repo add NAME URL`). A
+	// repository not listed is read anonymously.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	// +optional
 	Repositories []HelmRepository `json:"repositories,omitempty"`
 }
 
-// HelmRepository names the credentials of one chart repository.
+// HelmRepository names the credentials of one chart repository, or the
+// name its dependencies give it, or both.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.secretRef)",message="a repository entry names the repository (name), its credentials (secretRef) or both"
 type HelmRepository struct {
+	// Name is what Chart.yaml dependencies call the repository instead of
+	// its URL: "@NAME" or "alias:NAME".
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	// +optional
+	Name string `json:"name,omitempty"`
+
 	// URL is the repository as Chart.yaml names it: an http(s):// Helm
 	// repository (matched exactly, a trailing slash aside) or an oci://
 	// registry (matched by host, as `helm registry login`).
@@ -366,8 +378,10 @@ type HelmRepository struct {
 	// SecretRef names a Secret in the GitSync's namespace with keys
 	// username and password, or (for an oci:// registry) a
 	// kubernetes.io/dockerconfigjson Secret whose .dockerconfigjson has an
-	// entry for the registry's host.
-	SecretRef LocalObjectReference `json:"secretRef"`
+	// entry for the registry's host. Without it the repository is read
+	// anonymously.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // DependencyReference names another GitSync.

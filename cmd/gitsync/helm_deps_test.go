@@ -147,8 +147,8 @@ func TestBuildGitSyncChartDependencyCredentials(t *testing.T) {
 	}
 	gs := gitsynctest.New(ns, "platform", "https://git.example/platform", func(g *gitsyncv1.GitSync) {
 		g.Spec.Helm = &gitsyncv1.HelmSpec{Repositories: []gitsyncv1.HelmRepository{
-			{URL: web.URL(), SecretRef: gitsyncv1.LocalObjectReference{Name: "web-repo"}},
-			{URL: reg.URL(), SecretRef: gitsyncv1.LocalObjectReference{Name: "registry"}},
+			{URL: web.URL(), SecretRef: &gitsyncv1.LocalObjectReference{Name: "web-repo"}},
+			{URL: reg.URL(), SecretRef: &gitsyncv1.LocalObjectReference{Name: "registry"}},
 		}}
 	})
 	if err := c.Create(ctx, gs); err != nil {
@@ -167,5 +167,41 @@ func TestBuildGitSyncChartDependencyCredentials(t *testing.T) {
 	}
 	if strings.Contains(r.stdout+r.stderr, "pw-77") {
 		t.Errorf("build shows a repository password:\n%s", r)
+	}
+}
+
+// TestCLIChartDependencyAlias: a chart whose Chart.yaml names a
+// dependency's repository "@webrepo" builds with the repository of that
+// name in the user's repositories.yaml (as after `helm repo add`), and
+// without it fails naming the alias and how to name it.
+func TestCLIChartDependencyAlias(t *testing.T) {
+	t.Parallel()
+	web, reg := chartrepotest.NewHTTPRepo(t), chartrepotest.NewRegistry(t)
+	dir := t.TempDir()
+	chartrepotest.WriteTree(t, dir, chartrepotest.Leaf("web", "1.2.3"))
+	web.Add(t, dir)
+	leaf := t.TempDir()
+	chartrepotest.WriteTree(t, leaf, chartrepotest.Leaf("cache", "0.5.1"))
+	reg.Push(t, leaf)
+	chart := filepath.Join(t.TempDir(), "platform")
+	writeFiles(t, chart, chartrepotest.Umbrella(`"@webrepo"`, reg.URL()))
+	cfg := t.TempDir()
+	writeFiles(t, cfg, map[string]string{
+		"repositories.yaml": "apiVersion: v1\nrepositories:\n- name: webrepo\n  url: " + web.URL() + "\n",
+	})
+	registry := []string{"--helm-registry-config", filepath.Join(cfg, "none.json")}
+	r := gitsync(t, append([]string{"build", chart, "--release-name", "platform", "-o", "json", "--helm-repository-config", filepath.Join(cfg, "repositories.yaml")}, registry...)...)
+	wantCode(t, r, 0)
+	names := map[string]string{}
+	for _, obj := range builtObjects(t, r.stdout, outputJSON) {
+		names[obj.GetName()] = obj.GetLabels()["chart"]
+	}
+	if names["platform-web"] != "web-1.2.3" {
+		t.Errorf("build printed %v; want platform-web of chart web-1.2.3 from the named repository", names)
+	}
+	r = gitsync(t, append([]string{"build", chart, "--helm-repository-config", filepath.Join(cfg, "none.yaml")}, registry...)...)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "@webrepo") || !strings.Contains(r.stderr, "helm repo add webrepo") {
+		t.Errorf("build without the name:\n%s", r)
 	}
 }

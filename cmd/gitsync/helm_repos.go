@@ -84,6 +84,7 @@ func (o *helmRepoFlags) access() (chartrepo.Access, error) {
 	if data, err := os.ReadFile(reposFile); err == nil {
 		var f struct {
 			Repositories []struct {
+				Name     string `json:"name"`
 				URL      string `json:"url"`
 				Username string `json:"username"`
 				Password string `json:"password"`
@@ -93,6 +94,12 @@ func (o *helmRepoFlags) access() (chartrepo.Access, error) {
 			return acc, fmt.Errorf("helm repository config %s: %w", reposFile, err)
 		}
 		for _, r := range f.Repositories {
+			if r.Name != "" { // what "@NAME" in a Chart.yaml means, as for helm
+				if acc.Aliases == nil {
+					acc.Aliases = map[string]string{}
+				}
+				acc.Aliases[r.Name] = r.URL
+			}
 			if r.Username != "" || r.Password != "" {
 				acc.Repositories = append(acc.Repositories, chartrepo.Repository{URL: r.URL, Username: r.Username, Password: r.Password})
 			}
@@ -110,6 +117,14 @@ func (o *helmRepoFlags) access() (chartrepo.Access, error) {
 		return acc, fmt.Errorf("helm registry config: %w", err)
 	}
 	acc.Repositories = append(acc.Repositories, o.gitSync.Repositories...)
+	for name, url := range o.gitSync.Aliases {
+		if _, mine := acc.Aliases[name]; !mine { // the user's own names first
+			if acc.Aliases == nil {
+				acc.Aliases = map[string]string{}
+			}
+			acc.Aliases[name] = url
+		}
+	}
 	return acc, nil
 }
 

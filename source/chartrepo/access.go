@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +25,9 @@ type Repository struct {
 // value is anonymous everywhere.
 type Access struct {
 	Repositories []Repository
+	// Aliases are the URLs of the repositories dependencies name by alias
+	// ("@NAME", "alias:NAME"), by NAME.
+	Aliases map[string]string
 }
 
 // forURL returns the credentials for repo, if any.
@@ -88,7 +93,7 @@ func sameHost(repo, chart *url.URL) bool {
 // Fingerprint names all of a's credentials at once (a salted hash), for
 // callers that must not share work done with other credentials.
 func (a Access) Fingerprint() string {
-	if len(a.Repositories) == 0 {
+	if len(a.Repositories) == 0 && len(a.Aliases) == 0 {
 		return "anonymous"
 	}
 	h := sha256.New()
@@ -98,6 +103,10 @@ func (a Access) Fingerprint() string {
 			h.Write([]byte(s))
 			h.Write([]byte{0})
 		}
+	}
+	// The aliases decide which repository a dependency is read from.
+	for _, name := range slices.Sorted(maps.Keys(a.Aliases)) {
+		h.Write([]byte("alias\x00" + name + "\x00" + a.Aliases[name] + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

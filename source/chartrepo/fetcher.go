@@ -126,6 +126,13 @@ func newClient(opts Options) *http.Client {
 func (f *Fetcher) Resolve(ctx context.Context, needs []helm.Need, acc Access) ([]helm.Archive, error) {
 	out := make([]helm.Archive, 0, len(needs))
 	for _, n := range needs {
+		if name, ok := helm.RepositoryAlias(n.Repository); ok {
+			url, known := acc.Aliases[name]
+			if !known {
+				return nil, &AliasError{Chart: n.Name, Repository: n.Repository, Name: name}
+			}
+			n.Repository = strings.TrimSuffix(url, "/")
+		}
 		if err := checkRepositoryURL(n.Repository); err != nil {
 			return nil, err
 		}
@@ -189,6 +196,18 @@ func (e *AuthError) Error() string {
 			e.Repository, e.Status, http.StatusText(e.Status))
 	}
 	return fmt.Sprintf("%s answered %d %s: the configured credentials were refused", e.Repository, e.Status, http.StatusText(e.Status))
+}
+
+// AliasError is a dependency naming its repository by an alias
+// ("@NAME") nothing names: only a new spec, configuration or Chart.yaml
+// fixes it.
+type AliasError struct {
+	Chart, Repository, Name string
+}
+
+func (e *AliasError) Error() string {
+	return fmt.Sprintf("chart %s names its repository %s, which is not named: write the repository's URL, or give it the name "+
+		"(a GitSync's spec.helm.repositories[].name; on a laptop, helm repo add %s URL)", e.Chart, e.Repository, e.Name)
 }
 
 // TooLargeError is an index or chart over its cap.

@@ -62,7 +62,7 @@ func addDependencies(ctx context.Context, files Files, dir string, missing []*ch
 			for _, f := range sub {
 				out = append(out, &loader.BufferedFile{Name: path.Join(chartsDir, d.Name, f.Name), Data: f.Data})
 			}
-		case IsChartRepository(d.Repository):
+		case downloaded(d.Repository):
 			for _, a := range archives {
 				if a.Name != d.Name || done[a.fileName()] {
 					continue

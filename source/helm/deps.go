@@ -64,7 +64,7 @@ func Needs(ctx context.Context, files Files, dir string) ([]Need, error) {
 	}
 	var out []Need
 	for i, d := range meta.Dependencies {
-		if d == nil || held.has(d) || !IsChartRepository(d.Repository) {
+		if d == nil || held.has(d) || !downloaded(d.Repository) {
 			continue
 		}
 		n := Need{Name: d.Name, Repository: strings.TrimSuffix(d.Repository, "/"), Version: d.Version}
@@ -80,6 +80,25 @@ func Needs(ctx context.Context, files Files, dir string) ([]Need, error) {
 		}
 	}
 	return out, nil
+}
+
+// RepositoryAlias returns NAME when repo names a repository by alias:
+// "@NAME" or "alias:NAME", as Helm reads a repository added with `helm
+// repo add NAME URL`.
+func RepositoryAlias(repo string) (string, bool) {
+	for _, p := range []string{"@", "alias:"} {
+		if name, ok := strings.CutPrefix(repo, p); ok && name != "" {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// downloaded reports whether repo names a repository a dependency is
+// downloaded from: a chart repository's URL or an alias of one.
+func downloaded(repo string) bool {
+	_, alias := RepositoryAlias(repo)
+	return alias || IsChartRepository(repo)
 }
 
 // IsChartRepository reports whether repo names a chart repository the

@@ -183,7 +183,7 @@ func checkDependencies(c *chart.Chart) error {
 		}
 	}
 	if len(names) > 0 {
-		return fmt.Errorf("dependencies %s are not in charts/ and were not downloaded (a dependency needs a file://, http(s):// or oci:// repository, or the chart in charts/)",
+		return fmt.Errorf("dependencies %s are not in charts/ and were not downloaded (a dependency needs a file://, http(s):// or oci:// repository or a named alias, or the chart in charts/)",
 			strings.Join(names, ", "))
 	}
 	return nil
