@@ -17,7 +17,9 @@ import (
 )
 
 // A GitSync with spec.source.chart renders one chart of a Helm repository
-// or OCI registry with spec.helm's values. Its revision is the chart's
+// with spec.helm's values (a chart of an OCI registry is read as the
+// artifact URL/NAME, prepare.Artifact, so it is cosign-verified as any
+// artifact). Its revision is the chart's
 // version and the archive's digest (git.Revision.Digest), so from the
 // resolve on it is synced as an artifact is (ocisource.go): the archive is
 // unpacked and rendered once per digest and settings. The chart is read by

@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +41,8 @@ func chartSource(ns, name, url, chart string, ref v1.GitRef, mutate ...func(*v1.
 // version and archive digest; while nothing is published, each poll reads
 // index.yaml alone (no archive) and sends no API request; a newer version
 // in range is applied at the next poll. A chart of an OCI registry, by its
-// version tag, converges too.
+// version tag, converges too, read as an artifact: verified with cosign, it
+// is refused until the real cosign signed its digest.
 //
 // Checked: with chartRevision resolving without FreshAfter, the newer
 // version waits for the 5-minute index TTL and the test times out.
@@ -108,4 +111,34 @@ func TestChartAsSource(t *testing.T) {
 	if cm, err := getCM(t, c, ns, "cache-cache"); err != nil || cm.Data["greeting"] != "from the GitSync" {
 		t.Errorf("ConfigMap cache-cache: %v %v", cm.Data, err)
 	}
+
+	// The registry's chart verified with cosign: refused until signed.
+	_, digest, _ := strings.Cut(got.Status.LastAppliedRevision, "@")
+	keys := t.TempDir()
+	cosign(t, keys, "generate-key-pair")
+	pub, err := os.ReadFile(filepath.Join(keys, "cosign.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: ns},
+		Data: map[string][]byte{"cosign.pub": pub}}); err != nil {
+		t.Fatal(err)
+	}
+	signed := chartSource(ns, "signed", reg.URL(), "cache", v1.GitRef{Tag: "0.4.0"}, func(g *v1.GitSync) {
+		g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "cosign"}}
+		g.Spec.Helm.ReleaseName = "signed"
+	})
+	if err := c.Create(ctx, signed); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, c, client.ObjectKeyFromObject(signed), v1.ReasonVerificationFailed, "has no cosign signature")
+	if _, err := getCM(t, c, ns, "signed-cache"); err == nil {
+		t.Error("an unsigned chart was applied by a GitSync that verifies it")
+	}
+	cosign(t, keys, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--allow-insecure-registry", "-y",
+		reg.Host()+"/charts/cache@"+digest)
+	request(t, c, client.ObjectKeyFromObject(signed), "signed")
+	waitCondition(t, c, client.ObjectKeyFromObject(signed), v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.HasPrefix(g.Status.LastAppliedSigner, "cosign key SHA256:")
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/egress"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/helm"
@@ -107,7 +107,7 @@ func (a *artifacts) client(user, password string) *oci.Client {
 // through the tenant boundary (which tells their values to the redactor).
 func (r *GitSyncReconciler) artifactOf(ctx context.Context, gs *v1.GitSync, view *tenant.View) (*artifactSource, error) {
 	spec := gs.Spec.Source
-	a := oci.Artifact{URL: strings.TrimSuffix(spec.URL, "/"), Ref: oci.Ref{Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Digest: spec.Ref.Digest}}
+	a, _ := prepare.Artifact(gs)
 	if err := a.Ref.Validate(); err != nil {
 		return nil, stalled(v1.ReasonInvalidSpec, fmt.Errorf("spec.source.ref: %w", err))
 	}
@@ -134,7 +134,8 @@ func (r *GitSyncReconciler) artifactOf(ctx context.Context, gs *v1.GitSync, view
 // artifactRevision resolves gs's artifact: one manifest HEAD for a tag or a
 // digest, a tag listing and one HEAD for a semver range.
 func (r *GitSyncReconciler) artifactRevision(ctx context.Context, gs *v1.GitSync, st *syncState, view *tenant.View, now time.Time) (git.Source, git.Revision, error) {
-	src := git.Source{URL: gs.Spec.Source.URL, Path: gs.Spec.Source.Path}
+	_, path := prepare.Artifact(gs)
+	src := git.Source{URL: gs.Spec.Source.URL, Path: path}
 	a, err := r.artifactOf(ctx, gs, view)
 	if err != nil {
 		return src, git.Revision{}, err

@@ -211,7 +211,7 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	now := r.clock.Now()
 	notBefore := st.takeFetchMark(gs, now, r.opts.Limits.ResolveShareFor)
 	switch {
-	case gs.Spec.Source.Chart != "":
+	case gs.Spec.Source.Chart != "" && !oci.IsURL(gs.Spec.Source.URL):
 		return r.chartRevision(ctx, gs, st, view, now, notBefore)
 	case oci.IsURL(gs.Spec.Source.URL):
 		return r.artifactRevision(ctx, gs, st, view, now)

@@ -501,7 +501,7 @@ type CommitStatusSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || self.url.startsWith('https://') || self.url.startsWith('http://') || self.url.startsWith('oci://')",message="a chart source's url is a Helm repository (https://) or an OCI registry path (oci://)"
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="a chart source follows ref.tag (a version) or ref.semver (a range of versions)"
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.path) || size(self.path) == 0",message="a chart source renders the chart itself: path is for Git and artifact sources"
-// +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.verify)",message="verify is not supported for a chart source yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.verify) || self.url.startsWith('oci://')",message="a chart source is verified only from an oci:// registry (verify.mode Cosign); Helm provenance files are not checked yet"
 type GitSource struct {
 	// URL of the repository: https://, http://, ssh://, git@host:org/repo or
 	// file://; or oci://REGISTRY/REPOSITORY for an OCI artifact (the layout

@@ -208,7 +208,7 @@ func (o *sourceOptions) renderCheckout(ctx context.Context) (*renderedSource, er
 func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
 	spec := p.gs.Spec.Source
 	switch {
-	case spec.Chart != "" && o.URL == "":
+	case spec.Chart != "" && !oci.IsURL(spec.URL) && o.URL == "":
 		return p.renderChart(ctx, user, o)
 	case oci.IsURL(spec.URL) && o.URL == "":
 		return p.renderArtifact(ctx, user, o)
@@ -247,7 +247,10 @@ func (p *gitSyncPreview) renderRemote(ctx context.Context, user *connectedCluste
 // user's own identity.
 func (p *gitSyncPreview) renderArtifact(ctx context.Context, user *connectedCluster, o *sourceOptions) (*renderedSource, error) {
 	spec := p.gs.Spec.Source
-	a := oci.Artifact{URL: strings.TrimSuffix(spec.URL, "/"), Ref: oci.Ref{Tag: spec.Ref.Tag, Semver: spec.Ref.Semver, Digest: spec.Ref.Digest}}
+	a, path := prepare.Artifact(p.gs)
+	if spec.Chart != "" {
+		o.Path = path // the chart's directory in its layer
+	}
 	switch {
 	case o.Branch != "" || o.Commit != "":
 		return nil, fmt.Errorf("GitSync/%s/%s reads an oci:// artifact: --branch and --commit select Git revisions; give --tag or --semver", p.gs.Namespace, p.gs.Name)
