@@ -15,6 +15,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/chartrepotest"
+	"gitsync.dev/gitsync/internal/ocitest"
 )
 
 // chartDir writes the leaf chart name at version into a new directory.
@@ -115,7 +116,7 @@ func TestChartAsSource(t *testing.T) {
 	// The registry's chart verified with cosign: refused until signed.
 	_, digest, _ := strings.Cut(got.Status.LastAppliedRevision, "@")
 	keys := t.TempDir()
-	cosign(t, keys, "generate-key-pair")
+	ocitest.Cosign(t, keys, "generate-key-pair")
 	pub, err := os.ReadFile(filepath.Join(keys, "cosign.pub"))
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +136,7 @@ func TestChartAsSource(t *testing.T) {
 	if _, err := getCM(t, c, ns, "signed-cache"); err == nil {
 		t.Error("an unsigned chart was applied by a GitSync that verifies it")
 	}
-	cosign(t, keys, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--allow-insecure-registry", "-y",
-		reg.Host()+"/charts/cache@"+digest)
+	ocitest.Sign(t, keys, reg.Host()+"/charts/cache@"+digest)
 	request(t, c, client.ObjectKeyFromObject(signed), "signed")
 	waitCondition(t, c, client.ObjectKeyFromObject(signed), v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
 		return strings.HasPrefix(g.Status.LastAppliedSigner, "cosign key SHA256:")

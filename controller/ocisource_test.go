@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/chartrepotest"
-	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/internal/ocitest"
 	"gitsync.dev/gitsync/source/oci"
 )
 
@@ -193,22 +192,6 @@ func TestOCIArtifactDigestNeedsItsOwnCredentials(t *testing.T) {
 	}
 }
 
-// cosign runs the cosign binary the tests are built with, in dir, with an
-// empty key password.
-func cosign(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	bin, err := testenv.BinDir("cosign")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "cosign"), args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // TestOCIArtifactCosign: with spec.source.verify mode Cosign, an artifact
 // signed by real cosign with a key of the Secret is applied and its signer
 // shown; an unsigned push to the tag, and one signed by another key, are
@@ -224,13 +207,9 @@ func TestOCIArtifactCosign(t *testing.T) {
 	reg := chartrepotest.NewRegistry(t)
 	url := "oci://" + reg.Host() + "/apps/signed"
 	keys, other := t.TempDir(), t.TempDir()
-	cosign(t, keys, "generate-key-pair")
-	cosign(t, other, "generate-key-pair")
-	sign := func(dir, digest string) {
-		t.Helper()
-		cosign(t, dir, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--allow-insecure-registry", "-y",
-			reg.Host()+"/apps/signed@"+digest)
-	}
+	ocitest.Cosign(t, keys, "generate-key-pair")
+	ocitest.Cosign(t, other, "generate-key-pair")
+	sign := func(dir, digest string) { t.Helper(); ocitest.Sign(t, dir, reg.Host()+"/apps/signed@"+digest) }
 	signed := pushArtifact(t, url, "v1", "", "", map[string]string{"deploy/a.yaml": configMap("a", "1"), "deploy/b.yaml": configMap("b", "1")})
 	sign(keys, signed)
 	pub, err := os.ReadFile(filepath.Join(keys, "cosign.pub"))

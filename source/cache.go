@@ -153,13 +153,21 @@ func (c *Cache) GetRevisionWith(ctx context.Context, src git.Source, rev git.Rev
 		c.remember(src, a)
 		return a, nil
 	}
-	// The load runs detached from any one caller's cancellation, since other
-	// callers may be waiting on it; the Fetcher's timeout still bounds it.
 	// Callers with other chart credentials do not share a load that
 	// downloads with them.
-	ch := c.group.DoChan(key+"\x00"+s.HelmKey()+"\x00"+s.Charts.Fingerprint(), func() (any, error) {
-		return c.load(context.WithoutCancel(ctx), src, rev, key, s, resolved)
+	return c.shared(ctx, key+"\x00"+s.HelmKey()+"\x00"+s.Charts.Fingerprint(), src, rev, func(ctx context.Context) (*Artifact, error) {
+		return c.load(ctx, src, rev, key, s, resolved)
 	})
+}
+
+// shared runs load once for the concurrent callers of key and returns its
+// artifact as src's, remembered as its last good one. The load runs
+// detached from any one caller's cancellation, since other callers may be
+// waiting on it (the Fetcher's and the render's timeouts still bound it);
+// a caller that joined someone else's load gets its own revision rev (its
+// ref name, its tag).
+func (c *Cache) shared(ctx context.Context, key string, src git.Source, rev git.Revision, load func(context.Context) (*Artifact, error)) (*Artifact, error) {
+	ch := c.group.DoChan(key, func() (any, error) { return load(context.WithoutCancel(ctx)) })
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -168,12 +176,9 @@ func (c *Cache) GetRevisionWith(ctx context.Context, src git.Source, rev git.Rev
 			return nil, res.Err
 		}
 		a := *res.Val.(*Artifact)
-		if !res.Shared {
-			c.remember(src, &a)
-			return &a, nil
+		if res.Shared {
+			a.Revision = rev
 		}
-		// A caller that joined someone else's load gets its own ref name.
-		a.Revision = rev
 		c.remember(src, &a)
 		return &a, nil
 	}

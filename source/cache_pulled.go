@@ -38,21 +38,9 @@ func (c *Cache) GetPulled(ctx context.Context, src git.Source, rev git.Revision,
 		c.remember(src, a)
 		return a, nil
 	}
-	ch := c.group.DoChan(rkey, func() (any, error) {
-		return c.loadPulled(context.WithoutCancel(ctx), rev, path, ck, rkey, pull, s)
+	return c.shared(ctx, rkey, src, rev, func(ctx context.Context) (*Artifact, error) {
+		return c.loadPulled(ctx, rev, path, ck, rkey, pull, s)
 	})
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		a := *res.Val.(*Artifact)
-		a.Revision = rev // a caller that joined another's load keeps its tag
-		c.remember(src, &a)
-		return &a, nil
-	}
 }
 
 // lookupRender returns the kept render of rkey as rev's artifact.

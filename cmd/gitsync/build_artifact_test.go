@@ -16,6 +16,7 @@ import (
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/chartrepotest"
 	"gitsync.dev/gitsync/internal/gitsynctest"
+	"gitsync.dev/gitsync/internal/ocitest"
 )
 
 // TestBuildGitSyncOfArtifact: the agent binary (`gitsync run` with
@@ -72,7 +73,7 @@ func TestBuildGitSyncOfArtifact(t *testing.T) {
 
 	// Verified with a key that never signed it: refused, nothing printed.
 	keys := t.TempDir()
-	cosignCmd(t, keys, "generate-key-pair")
+	ocitest.Cosign(t, keys, "generate-key-pair")
 	pub, err := os.ReadFile(filepath.Join(keys, "cosign.pub"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,15 +4,12 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
-
-	"gitsync.dev/gitsync/internal/testenv"
+	"gitsync.dev/gitsync/internal/ocitest"
 )
 
 // ociRegistry serves an in-process OCI registry on loopback and returns
@@ -73,30 +70,12 @@ func TestPushArtifactThenBuildIt(t *testing.T) {
 	}
 }
 
-// cosignCmd runs the cosign binary the tests are built with, in dir, with
-// an empty key password.
-func cosignCmd(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	bin, err := testenv.BinDir("cosign")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "cosign"), args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func TestCosignSignedArtifactOnly(t *testing.T) {
 	t.Parallel()
 	host := ociRegistry(t)
 	keys, other := t.TempDir(), t.TempDir()
-	cosignCmd(t, keys, "generate-key-pair")
-	cosignCmd(t, other, "generate-key-pair")
+	ocitest.Cosign(t, keys, "generate-key-pair")
+	ocitest.Cosign(t, other, "generate-key-pair")
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"cm.yaml": configMap("app", "k", "v1")})
 	want := gitsync(t, "build", dir)
@@ -113,8 +92,7 @@ func TestCosignSignedArtifactOnly(t *testing.T) {
 		return d
 	}
 	signed := digestOf(gitsync(t, "push", "artifact", dir, repo+":v1", "--plain-http"))
-	cosignCmd(t, keys, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--allow-insecure-registry", "-y",
-		host+"/team/app@"+signed)
+	ocitest.Sign(t, keys, host+"/team/app@"+signed)
 	writeFiles(t, dir, map[string]string{"cm.yaml": configMap("app", "k", "v2")})
 	digestOf(gitsync(t, "push", "artifact", dir, repo+":v2", "--plain-http"))
 
