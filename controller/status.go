@@ -108,6 +108,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 			s.Inventory = inventory.ToGitSyncStatus(out.inventory)
 		}
 		s.LastHandledRequestedAt = gs.Annotations[v1.AnnotationRequestedAt]
+		recordHistory(s, out, r.clock.Now())
 		setConditions(s, gs.Generation, out)
 		setDrifted(s, gs.Generation, out)
 	})

@@ -58,6 +58,11 @@ type outcome struct {
 	// left its content alone, so GitSyncs whose content changed go first
 	// (yieldToChanged).
 	yielded bool
+	// took is how long the sync ran; objs what it prepared to apply and
+	// red the redactor of its Secret-born values (status.history's digest).
+	took time.Duration
+	objs []*unstructured.Unstructured
+	red  *redact.Redactor
 }
 
 // waitsForHealth reports whether the sync ended waiting for, or Stalled on,
@@ -83,11 +88,14 @@ func (o *outcome) syncErr() *syncError {
 func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncState) *outcome {
 	ctx, cancel := context.WithTimeout(ctx, r.timeoutOf(gs))
 	defer cancel()
+	start := r.clock.Now()
 	out := &outcome{}
+	defer func() { out.took = r.clock.Since(start) }()
 	// Every value the sync reads from a Secret, decrypts or substitutes is
 	// known to red, which masks it in the error status, Events and the log
 	// are made from.
 	red := redact.New()
+	out.red = red
 	defer scrub(red, out)
 	view := r.reader.For(gs, red)
 	refresh := st.needsResolve(gs, r.clock.Now())
@@ -125,6 +133,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
+	out.objs = objs
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
 	if opts.Applier, out.err = driftApplier(gs, tgt, rev); out.err != nil {

@@ -707,7 +707,39 @@ type GitSyncStatus struct {
 	// --wait` knows its request was handled even when nothing changed.
 	// +optional
 	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
+
+	// History lists the outcomes of the last revisions synced, newest
+	// first: an entry is added when a sync ends on a revision or outcome
+	// other than the newest entry's (never while a revision stays as it
+	// is), and at most MaxHistory are kept.
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	History []HistoryEntry `json:"history,omitempty"`
 }
+
+// MaxHistory is how many entries status.history keeps.
+const MaxHistory = 10
+
+// HistoryEntry is the outcome of syncing one revision.
+type HistoryEntry struct {
+	// Revision is the revision synced, in lastAppliedRevision's form.
+	Revision string `json:"revision"`
+	// Digest is "sha256:<hex>" of the objects the revision rendered to,
+	// as applied (Secret data and every value from a Secret left out, so
+	// it reveals none of them); empty when it did not render.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Time is when the sync reached this outcome.
+	Time metav1.Time `json:"time"`
+	// Duration is how long that sync ran.
+	Duration metav1.Duration `json:"duration"`
+	// Outcome is Succeeded, or the reason the sync failed (Ready's reason).
+	Outcome string `json:"outcome"`
+}
+
+// HistorySucceeded is the outcome of a revision applied in full.
+const HistorySucceeded = "Succeeded"
 
 // Inventory lists applied objects.
 type Inventory struct {

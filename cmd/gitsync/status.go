@@ -175,6 +175,33 @@ func (o *statusOptions) printTable(items []gitsyncv1.GitSync) error {
 		}
 		fmt.Fprintln(tw, row)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if o.Name != "" && len(items) == 1 {
+		return o.printHistory(items[0].Status.History)
+	}
+	return nil
+}
+
+// printHistory prints one GitSync's status.history, newest first.
+func (o *statusOptions) printHistory(h []gitsyncv1.HistoryEntry) error {
+	if len(h) == 0 {
+		return nil
+	}
+	fmt.Fprintln(o.Out)
+	tw := newTable(o.Out)
+	fmt.Fprintln(tw, "HISTORY\tOUTCOME\tWHEN\tDURATION\tDIGEST")
+	for _, e := range h {
+		digest := e.Digest
+		if len(digest) > len("sha256:")+12 {
+			digest = digest[:len("sha256:")+12]
+		}
+		if digest == "" {
+			digest = "<none>"
+		}
+		fmt.Fprintln(tw, strings.Join([]string{shortRevision(e.Revision), e.Outcome, o.age(e.Time), e.Duration.Duration.String(), digest}, "\t"))
+	}
 	return tw.Flush()
 }
 
@@ -190,16 +217,24 @@ func (o *statusOptions) age(t metav1.Time) string {
 	return duration.HumanDuration(now().Sub(t.Time)) + " ago"
 }
 
-// shortRevision abbreviates the commit of "main@sha1:<40 hex>" to 12 digits.
+// shortRevision abbreviates the commit of "main@sha1:<40 hex>", or the
+// digest of an artifact's "v1@sha256:<64 hex>", to 12 digits.
 func shortRevision(rev string) string {
 	if rev == "" {
 		return "<none>"
 	}
 	r, ok := sourcegit.ParseRevision(rev)
-	if !ok || len(r.Commit) <= 12 {
+	const digestPrefix = len("sha256:")
+	switch {
+	case !ok:
+		return rev
+	case len(r.Commit) > 12:
+		r.Commit = r.Commit[:12]
+	case len(r.Digest) > digestPrefix+12:
+		r.Digest = r.Digest[:digestPrefix+12]
+	default:
 		return rev
 	}
-	r.Commit = r.Commit[:12]
 	return r.String()
 }
 

@@ -91,6 +91,11 @@ func TestStatus(t *testing.T) {
 	createGitSync(t, c, ns, "web", gitsyncv1.GitSyncStatus{
 		LastAppliedRevision: "main@sha1:" + commit,
 		LastAppliedTime:     &applied,
+		History: []gitsyncv1.HistoryEntry{
+			{Revision: "main@sha1:" + commit, Digest: "sha256:" + commit + commit[:24], Time: applied,
+				Duration: metav1.Duration{Duration: 1500 * time.Millisecond}, Outcome: gitsyncv1.HistorySucceeded},
+			{Revision: "v1@sha256:" + commit + commit[:24], Time: applied, Outcome: gitsyncv1.ReasonRenderFailed},
+		},
 		Conditions: []metav1.Condition{{
 			Type: gitsyncv1.ConditionReady, Status: metav1.ConditionTrue, Reason: gitsyncv1.ReasonSucceeded,
 			Message: "Applied revision main@sha1:0123456789ab", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)),
@@ -134,6 +139,15 @@ func TestStatus(t *testing.T) {
 	for _, want := range []string{"web", "True", "main@sha1:012345678901 ", "5m", "Applied revision main@sha1:0123456789ab"} {
 		if !strings.Contains(rows[3], want) {
 			t.Errorf("row web lacks %q: %q", want, rows[3])
+		}
+	}
+
+	r = gitsyncIn(t, ns, "status", "web")
+	wantCode(t, r, 0)
+	for _, want := range []string{"HISTORY", "main@sha1:012345678901 ", "Succeeded", "1.5s", "sha256:012345678901\n",
+		"v1@sha256:012345678901 ", "RenderFailed", "<none>"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status web lacks %q in its history:\n%s", want, r)
 		}
 	}
 
