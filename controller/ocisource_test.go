@@ -65,8 +65,12 @@ func registryReads(paths []string) (manifestHEADs, blobGETs, other int) {
 // a new push to the tag is applied (and what left it pruned); a tag that
 // does not exist is RefNotFound and keeps the last good state.
 //
+// A second GitSync of the same plain path under another name and target
+// namespace shares the render (0 blob reads).
+//
 // Checked: with GetPulled's lookup of kept renders removed, each poll
-// pulls the layer again and the blob count fails.
+// pulls the layer again and the blob count fails; with the Helm settings
+// always in the key (before pulledKey), the twin pulls 1 blob.
 func TestOCIArtifactSource(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
@@ -118,6 +122,28 @@ func TestOCIArtifactSource(t *testing.T) {
 	}
 	if r, w := a.count.reads.Load()-reads, a.count.writes.Load()-writes; r != 0 || w != 0 {
 		t.Errorf("polls of a converged artifact sent %d API reads and %d writes, want none: %v", r, w, a.count.requests()[seen:])
+	}
+
+	// Another GitSync of the same plain path, under another name and
+	// target namespace, shares the kept render: nothing is pulled again.
+	target := env.Namespace(t)
+	before = len(reg.Paths())
+	twin := newGitSync(ns, "web-twin", url, func(g *v1.GitSync) {
+		g.Spec.Source.Ref = v1.GitRef{Tag: "stable"}
+		g.Spec.Source.SecretRef = &v1.LocalObjectReference{Name: "registry"}
+		g.Spec.TargetNamespace = target
+	})
+	if err := c.Create(ctx, twin); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, client.ObjectKeyFromObject(twin), v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return g.Status.LastAppliedRevision == "stable@"+first
+	})
+	if _, blobs, _ := registryReads(reg.Paths()[before:]); blobs != 0 {
+		t.Errorf("a second GitSync of the same artifact and plain path pulled %d blobs, want 0 (one render shared): %v", blobs, reg.Paths()[before:])
+	}
+	if cm, err := getCM(t, c, target, "a"); err != nil || cm.Data["value"] != "1" {
+		t.Errorf("the twin's ConfigMap a in %s: %v %v", target, cm.Data, err)
 	}
 
 	// A new push to the tag is applied; b left it and is pruned.

@@ -101,6 +101,7 @@ type Cache struct {
 	contents *lru[string]         // url|commit|path → content key
 	renders  *lru[*packedRender]  // url|content key|path → render, packed
 	needs    *lru[[]helm.Need]    // url|content key|path → chart dependencies to download
+	charts   *lru[bool]           // url|digest|path of a pulled revision → whether the path is a chart
 	last     map[string]*Artifact // kept (packed) artifacts
 }
 
@@ -121,6 +122,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		contents: newLRU[string](opts.MaxEntries*4, 0),
 		renders:  newLRU[*packedRender](opts.MaxEntries, opts.MaxBytes),
 		needs:    newLRU[[]helm.Need](opts.MaxEntries, 0),
+		charts:   newLRU[bool](opts.MaxEntries, 0),
 		last:     map[string]*Artifact{},
 	}, nil
 }

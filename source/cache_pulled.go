@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"gitsync.dev/gitsync/source/git"
+	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/render"
 )
 
@@ -24,23 +25,38 @@ const artifactKeyPrefix = "oci:"
 // source costs its resolve alone. Concurrent callers of one key share one
 // pull and render; a failure keeps nothing, so LastGood stays in place.
 //
-// The Helm settings are always part of the key (whether the path holds a
-// chart is known only after the pull). A chart's dependencies must be
-// vendored in the artifact: they are not downloaded.
+// The Helm settings are part of the key when the path holds a chart, as
+// for Git (renderKey): sources of one artifact's plain path with different
+// release names share its render. Whether it does is known after the first
+// pull of the digest; until then the key holds them. A chart's
+// dependencies must be vendored in the artifact: they are not downloaded.
 func (c *Cache) GetPulled(ctx context.Context, src git.Source, rev git.Revision, pull PullFunc, s render.Settings) (*Artifact, error) {
 	if rev.Digest == "" {
 		return nil, fmt.Errorf("%s: a pulled revision needs a digest", rev)
 	}
 	ck := artifactKeyPrefix + rev.Digest
 	path := src.CleanPath()
-	rkey := keyOf(rev.URL, ck, pathKey(path, s)+"\x01"+s.HelmKey())
+	c.mu.Lock()
+	chart, known := c.charts.get(keyOf(rev.URL, ck, path))
+	c.mu.Unlock()
+	rkey := pulledKey(rev.URL, ck, path, s, chart || !known)
 	if a, ok := c.lookupRender(rkey, ck, rev); ok {
 		c.remember(src, a)
 		return a, nil
 	}
 	return c.shared(ctx, rkey, src, rev, func(ctx context.Context) (*Artifact, error) {
-		return c.loadPulled(ctx, rev, path, ck, rkey, pull, s)
+		return c.loadPulled(ctx, rev, path, ck, pull, s)
 	})
+}
+
+// pulledKey names the render of path of a pulled revision; the Helm
+// settings enter it when the path is (or may be) a chart.
+func pulledKey(url, ck, path string, s render.Settings, helm bool) string {
+	pk := pathKey(path, s)
+	if helm {
+		pk += "\x01" + s.HelmKey()
+	}
+	return keyOf(url, ck, pk)
 }
 
 // lookupRender returns the kept render of rkey as rev's artifact.
@@ -60,7 +76,7 @@ func (c *Cache) lookupRender(rkey, ck string, rev git.Revision) (*Artifact, bool
 
 // loadPulled pulls rev into a new directory, renders path of it and keeps
 // the render.
-func (c *Cache) loadPulled(ctx context.Context, rev git.Revision, path, ck, rkey string, pull PullFunc, s render.Settings) (*Artifact, error) {
+func (c *Cache) loadPulled(ctx context.Context, rev git.Revision, path, ck string, pull PullFunc, s render.Settings) (*Artifact, error) {
 	parent, err := os.MkdirTemp(c.opts.PullDir, "pull-")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rev, err)
@@ -70,6 +86,12 @@ func (c *Cache) loadPulled(ctx context.Context, rev git.Revision, path, ck, rkey
 	if err := pull(ctx, dir); err != nil {
 		return nil, err
 	}
+	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(path), helm.ChartFile))
+	chart := err == nil && fi.Mode().IsRegular()
+	c.mu.Lock()
+	c.charts.add(keyOf(rev.URL, ck, path), chart, 0)
+	c.mu.Unlock()
+	rkey := pulledKey(rev.URL, ck, path, s, chart)
 	r, err := c.opts.Render(ctx, dir, path, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s render %s: %w", rev, path, err)
