@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -42,17 +41,12 @@ func (r *GitSyncReconciler) chartRevision(ctx context.Context, gs *v1.GitSync, s
 		need.Version = spec.Ref.Semver
 	}
 	var acc chartrepo.Access
-	if ref := spec.SecretRef; ref != nil {
-		origin := fmt.Sprintf("Secret/%s/%s (spec.source.secretRef)", gs.Namespace, ref.Name)
-		secret, err := view.Secret(ctx, tenant.Ref{Name: ref.Name, Field: "spec.source.secretRef"})
-		if err != nil {
-			return src, git.Revision{}, classifyRead(fmt.Errorf("%s read failed: %w", origin, err), v1.ReasonFetchFailed)
-		}
-		creds, err := chartrepo.FromSecret(repo, origin, secret.Data)
-		if err != nil {
-			return src, git.Revision{}, stalled(v1.ReasonInvalidSpec, err)
-		}
-		acc.Repositories = []chartrepo.Repository{creds}
+	creds, err := sourceCredentials(ctx, gs, view)
+	if err != nil {
+		return src, git.Revision{}, err
+	}
+	if creds != nil {
+		acc.Repositories = []chartrepo.Repository{*creds}
 	}
 	start := r.clock.Now()
 	archives, err := r.opts.Charts.Resolve(chartrepo.FreshAfter(ctx, notBefore), []helm.Need{need}, acc)

@@ -115,17 +115,12 @@ func (r *GitSyncReconciler) artifactOf(ctx context.Context, gs *v1.GitSync, view
 		return nil, stalled(v1.ReasonInvalidSpec, errors.New("an oci:// source follows ref.tag, ref.semver or ref.digest; branches and commits are Git's"))
 	}
 	r.artifacts.init(&r.opts.Egress)
+	creds, err := sourceCredentials(ctx, gs, view)
+	if err != nil {
+		return nil, err
+	}
 	user, password := "", ""
-	if ref := spec.SecretRef; ref != nil {
-		origin := fmt.Sprintf("Secret/%s/%s (spec.source.secretRef)", gs.Namespace, ref.Name)
-		secret, err := view.Secret(ctx, tenant.Ref{Name: ref.Name, Field: "spec.source.secretRef"})
-		if err != nil {
-			return nil, classifyRead(fmt.Errorf("%s read failed: %w", origin, err), v1.ReasonFetchFailed)
-		}
-		creds, err := chartrepo.FromSecret(a.URL, origin, secret.Data)
-		if err != nil {
-			return nil, stalled(v1.ReasonInvalidSpec, err)
-		}
+	if creds != nil {
 		user, password = creds.Username, creds.Password
 	}
 	return &artifactSource{artifact: a, client: r.artifacts.client(user, password)}, nil

@@ -249,9 +249,10 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 	}
 	if err != nil {
 		if rev.IsArtifact() {
-			err = classifyArtifact(err, gs.Spec.Source.SecretRef != nil)
+			err = classifyArtifact(err, gs.Spec.Source.SecretRef != nil) // classifyFetch for the rest
+		} else {
+			err = classifyFetch(err)
 		}
-		err = classifyFetch(err)
 		// A failure of the remote (a pinned commit not pushed yet, refused
 		// credentials) is not remembered: it may pass at the next resolve.
 		// Of an artifact, only what its content is (too large, not a

@@ -3,6 +3,7 @@ package prepare
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source/chartrepo"
@@ -39,11 +40,34 @@ func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrep
 		if err != nil {
 			return acc, &ReadError{Subject: subject, Field: field, Err: err}
 		}
-		r, err := chartrepo.FromSecret(repo.URL, subject+" ("+field+")", data)
+		r, err := chartrepo.FromSecret(repo.URL, subject, data)
 		if err != nil {
 			return acc, &SpecError{Field: field, Err: err}
 		}
 		acc.Repositories = append(acc.Repositories, r)
 	}
 	return acc, nil
+}
+
+// SourceCredentials reads the registry or chart repository credentials of
+// an oci:// or chart source's spec.source.secretRef (username and
+// password, or a .dockerconfigjson entry of the registry's host); nil when
+// it names none. Errors are as ChartAccess's. The agent and the --gitsync
+// previews read them through here alike.
+func SourceCredentials(ctx context.Context, gs *v1.GitSync, read ReadSecret) (*chartrepo.Repository, error) {
+	ref := gs.Spec.Source.SecretRef
+	if ref == nil {
+		return nil, nil
+	}
+	const field = "spec.source.secretRef"
+	subject := fmt.Sprintf("Secret/%s/%s", gs.Namespace, ref.Name)
+	data, err := read(ctx, ref.Name, field)
+	if err != nil {
+		return nil, &ReadError{Subject: subject, Field: field, Err: err}
+	}
+	r, err := chartrepo.FromSecret(strings.TrimSuffix(gs.Spec.Source.URL, "/"), subject, data)
+	if err != nil {
+		return nil, &SpecError{Field: field, Err: err}
+	}
+	return &r, nil
 }

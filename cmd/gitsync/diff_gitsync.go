@@ -139,13 +139,7 @@ func (p *gitSyncPreview) render(ctx context.Context, user *connectedCluster, o *
 	if err := opts.Rendering.useGitSync(p.gs); err != nil {
 		return nil, err
 	}
-	acc, err := prepare.ChartAccess(ctx, p.gs, func(ctx context.Context, name, _ string) (map[string][]byte, error) {
-		s, err := userSecret(ctx, user, p.gs.Namespace, name)
-		if err != nil {
-			return nil, err
-		}
-		return s.Data, nil
-	})
+	acc, err := prepare.ChartAccess(ctx, p.gs, p.userSecrets(user))
 	if err != nil {
 		return nil, fmt.Errorf("GitSync/%s/%s: %w", p.gs.Namespace, p.gs.Name, err)
 	}
@@ -260,17 +254,14 @@ func (p *gitSyncPreview) renderArtifact(ctx context.Context, user *connectedClus
 		a.Ref = oci.Ref{Semver: o.Semver}
 	}
 	c := ociClient(o.PlainHTTP)
-	if ref := spec.SecretRef; ref != nil && os.Getenv(ociEnvUsername) == "" && os.Getenv(ociEnvPassword) == "" {
-		from := fmt.Sprintf("Secret/%s/%s (spec.source.secretRef)", p.gs.Namespace, ref.Name)
-		secret, err := userSecret(ctx, user, p.gs.Namespace, ref.Name)
+	if os.Getenv(ociEnvUsername) == "" && os.Getenv(ociEnvPassword) == "" {
+		creds, err := prepare.SourceCredentials(ctx, p.gs, p.userSecrets(user))
 		if err != nil {
-			return nil, fmt.Errorf("%s read failed: %w; give the credentials with $%s/$%s or docker login instead", from, err, ociEnvUsername, ociEnvPassword)
+			return nil, fmt.Errorf("%w; give the credentials with $%s/$%s or docker login instead", err, ociEnvUsername, ociEnvPassword)
 		}
-		creds, err := chartrepo.FromSecret(a.URL, from, secret.Data)
-		if err != nil {
-			return nil, err
+		if creds != nil {
+			c = ociClientAs(o.PlainHTTP, creds.Username, creds.Password)
 		}
-		c = ociClientAs(o.PlainHTTP, creds.Username, creds.Password)
 	}
 	var keys []crypto.PublicKey
 	if v := spec.Verify; v != nil {
@@ -312,17 +303,12 @@ func (p *gitSyncPreview) renderChart(ctx context.Context, user *connectedCluster
 	if err != nil {
 		return nil, err
 	}
-	if ref := spec.SecretRef; ref != nil {
-		from := fmt.Sprintf("Secret/%s/%s (spec.source.secretRef)", p.gs.Namespace, ref.Name)
-		secret, err := userSecret(ctx, user, p.gs.Namespace, ref.Name)
-		if err != nil {
-			return nil, fmt.Errorf("%s read failed: %w; give the credentials in your Helm configuration instead", from, err)
-		}
-		creds, err := chartrepo.FromSecret(need.Repository, from, secret.Data)
-		if err != nil {
-			return nil, err
-		}
-		acc.Repositories = append(acc.Repositories, creds) // after the user's own
+	creds, err := prepare.SourceCredentials(ctx, p.gs, p.userSecrets(user))
+	if err != nil {
+		return nil, fmt.Errorf("%w; give the credentials in your Helm configuration instead", err)
+	}
+	if creds != nil {
+		acc.Repositories = append(acc.Repositories, *creds) // after the user's own
 	}
 	f, err := chartrepo.New(chartrepo.Options{Dir: chartCacheDir(), MaxChartBytes: o.renderOptions().MaxFileBytes})
 	if err != nil {
@@ -343,6 +329,18 @@ func (p *gitSyncPreview) renderChart(ctx context.Context, user *connectedCluster
 	}
 	rev := a.Version + "@" + a.Digest
 	return o.renderTop(ctx, tmp, spec.Chart, rev, fmt.Sprintf("chart %s %s of %s", spec.Chart, rev, need.Repository))
+}
+
+// userSecrets reads the Secrets p's GitSync names as the user
+// (userSecret: their values told to the CLI's redactor).
+func (p *gitSyncPreview) userSecrets(user *connectedCluster) prepare.ReadSecret {
+	return func(ctx context.Context, name, _ string) (map[string][]byte, error) {
+		s, err := userSecret(ctx, user, p.gs.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
 }
 
 // verification is the agent's spec.source.verify for p's GitSync, with the
