@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,31 +22,6 @@ import (
 	"gitsync.dev/gitsync/internal/orphans"
 )
 
-// runProc is a `gitsync run` process that may kill itself at a crash point.
-type runProc struct {
-	cmd  *exec.Cmd
-	log  *syncBuf
-	done chan struct{}
-	err  error // the exit error, once done is closed
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startAgentProc starts the real binary for GitSyncs in ns with extra
 // environment variables, without leader election, until the test ends.
 func startAgentProc(t *testing.T, ns string, extraEnv ...string) *runProc {
@@ -59,43 +32,11 @@ func startAgentProc(t *testing.T, ns string, extraEnv ...string) *runProc {
 // startAgentProcOn is startAgentProc against the cluster of kubeconfig.
 func startAgentProcOn(t *testing.T, kubeconfig, ns string, extraEnv ...string) *runProc {
 	t.Helper()
-	addrs := freeAddrs(t, 3)
-	args := []string{"run", "--kubeconfig", kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
-		"--metrics-addr", addrs[0], "--health-addr", addrs[1], "--webhook-addr", addrs[2],
-		"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
-	p := &runProc{log: &syncBuf{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
-	p.cmd.Env = append(p.cmd.Env, extraEnv...)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("gitsync run log:\n%s", p.log.String())
-		}
-	})
-	return p
-}
-
-// stop ends the process with SIGTERM (a graceful shutdown) if it runs.
-func (p *runProc) stop(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		t.Errorf("gitsync run did not stop on SIGTERM within 30s")
-	}
+	return launchAgent(t, func(metrics, health, webhook string) []string {
+		return []string{"run", "--kubeconfig", kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
+			"--metrics-addr", metrics, "--health-addr", health, "--webhook-addr", webhook,
+			"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
+	}, append(append(os.Environ(), "KUBECONFIG=/nonexistent"), extraEnv...))
 }
 
 // waitCrash waits until the process killed itself at point: the marker

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,37 +35,20 @@ import (
 // shardAgent is one `gitsync run --shards auto` process.
 type shardAgent struct {
 	*runProc
-	name, metrics, webhook string
+	name string
 }
 
 // startShardAgent starts a replica named name (its Lease name) sharing the
 // GitSyncs of ns; every reconcile it finishes is appended to trace.
 func startShardAgent(t *testing.T, ns, name, trace string) *shardAgent {
 	t.Helper()
-	addrs := freeAddrs(t, 3)
-	a := &shardAgent{runProc: &runProc{log: &syncBuf{}, done: make(chan struct{})}, name: name, metrics: addrs[0], webhook: addrs[2]}
-	a.cmd = exec.Command(bin, "run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
-		"--shards", "auto", "--leader-election-namespace", ns,
-		"--metrics-addr", addrs[0], "--health-addr", addrs[1], "--webhook-addr", addrs[2],
-		"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources")
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	a.cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent", agent.ShardTraceEnv+"="+trace, agent.ShardNameEnv+"="+name)
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { a.err = a.cmd.Wait(); close(a.done) }()
-	t.Cleanup(func() {
-		a.stop(t)
-		if t.Failed() {
-			t.Logf("%s log (tail):\n%s", name, tail(a.log.String(), 40))
-		}
-	})
-	return a
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	p := launchAgent(t, func(metrics, health, webhook string) []string {
+		return []string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
+			"--shards", "auto", "--leader-election-namespace", ns,
+			"--metrics-addr", metrics, "--health-addr", health, "--webhook-addr", webhook,
+			"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
+	}, append(os.Environ(), "KUBECONFIG=/nonexistent", agent.ShardTraceEnv+"="+trace, agent.ShardNameEnv+"="+name))
+	return &shardAgent{runProc: p, name: name}
 }
 
 // kill ends the process with SIGKILL: no cleanup, its Lease stays behind.

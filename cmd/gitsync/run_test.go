@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,65 +19,15 @@ import (
 	"gitsync.dev/gitsync/internal/gittest"
 )
 
-// agentProc is a `gitsync run` process started by a test.
-type agentProc struct {
-	cmd                      *exec.Cmd
-	log                      *bytes.Buffer
-	metrics, health, webhook string
-}
-
-// freeAddrs returns n distinct free loopback addresses: all are held open
-// until every one is picked, so the kernel cannot hand the same port out
-// twice (an agent's metrics and webhook listeners once got one port).
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	addrs := make([]string, n)
-	for i := range addrs {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		addrs[i] = l.Addr().String()
-	}
-	return addrs
-}
-
 // startRun starts the real binary against the test control plane.
-func startRun(t *testing.T, ns string, extra ...string) *agentProc {
+func startRun(t *testing.T, ns string, extra ...string) *runProc {
 	t.Helper()
-	addrs := freeAddrs(t, 3)
-	a := &agentProc{log: &bytes.Buffer{}, metrics: addrs[0], health: addrs[1], webhook: addrs[2]}
-	args := append([]string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
-		"--metrics-addr", a.metrics, "--health-addr", a.health, "--webhook-addr", a.webhook,
-		"--cache-dir", t.TempDir(), "--log-format", "json",
-		"--allow-local-sources"}, extra...) // the test repositories are file:// URLs
-	a.cmd = exec.Command(bin, args...)
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.stop(t) })
-	return a
-}
-
-func (a *agentProc) stop(t *testing.T) {
-	if a.cmd.ProcessState != nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- a.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
-		t.Errorf("gitsync run did not stop on SIGTERM within 30s")
-	}
-	if t.Failed() {
-		t.Logf("gitsync run log:\n%s", a.log.String())
-	}
+	return launchAgent(t, func(metrics, health, webhook string) []string {
+		return append([]string{"run", "--kubeconfig", env.Kubeconfig, "--install-crds", "--watch-namespace", ns,
+			"--metrics-addr", metrics, "--health-addr", health, "--webhook-addr", webhook,
+			"--cache-dir", t.TempDir(), "--log-format", "json",
+			"--allow-local-sources"}, extra...) // the test repositories are file:// URLs
+	}, nil)
 }
 
 func httpGet(url string) (int, string) {
