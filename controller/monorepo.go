@@ -108,7 +108,7 @@ func (n *revisionNews) settle(key types.NamespacedName, res ctrl.Result) ctrl.Re
 // It never decides what is applied, only in which order: a wrong guess
 // costs latency, nothing else, so anything unsure counts as changed.
 func (r *GitSyncReconciler) yieldToChanged(ctx context.Context, gs *v1.GitSync, src git.Source, rev git.Revision) bool {
-	if rev.IsArtifact() { // one artifact, one GitSync's content: nothing to rank
+	if rev.IsArtifact() || rev.Chart != "" { // one artifact, one GitSync's content: nothing to rank; a chart may move without a commit
 		return false
 	}
 	if !r.news.learn(newsKey(gs), rev.Commit) {

@@ -39,6 +39,12 @@ func (r *GitSyncReconciler) getCapped(ctx context.Context, gs *v1.GitSync, st *s
 		}
 		art, err = r.opts.Cache.GetPulled(ctx, src, rev, a.pull(rev), settings)
 	} else {
+		if rev.Chart != "" { // spec.helm.chart renders the path's values (helmchart.go)
+			if settings.Helm.Chart, err = helmChartOf(st, rev); err != nil {
+				return nil, err
+			}
+			rev.Chart = "" // the cache keys the chart by the settings
+		}
 		art, err = r.opts.Cache.GetRevisionWith(ctx, src, rev, settings)
 	}
 	if err != nil {

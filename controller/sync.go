@@ -233,6 +233,9 @@ func (r *GitSyncReconciler) revision(ctx context.Context, gs *v1.GitSync, st *sy
 	if err != nil {
 		return src, rev, classifyFetch(err)
 	}
+	if rev, err = r.withHelmChart(ctx, gs, st, view, rev, notBefore); err != nil { // helmchart.go
+		return src, rev, err
+	}
 	st.resolved(gs, src, rev, now)
 	return src, rev, nil
 }

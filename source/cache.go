@@ -226,7 +226,12 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	if err != nil {
 		return nil, err
 	}
-	in, err := f.Inputs(src, rev.Commit)
+	var in git.Inputs
+	if s.DownloadedChart() {
+		in, err = f.ChartInputs(src, rev.Commit)
+	} else {
+		in, err = f.Inputs(src, rev.Commit)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -303,10 +308,14 @@ func (c *Cache) remember(src git.Source, a *Artifact) {
 func keyOf(url, id, path string) string { return url + "\x00" + id + "\x00" + path }
 
 // pathKey is path plus the settings every render of it depends on (the
-// ignore rules, the post-render changes); it never holds a NUL, so
+// ignore rules, the post-render changes, whether a downloaded chart
+// renders it); it never holds a NUL, so
 // lastField finds it again. Without either it is the path alone, so
 // sources sharing a path without them share its render.
 func pathKey(path string, s render.Settings) string {
+	if s.DownloadedChart() { // the content key is then the whole tree's (ChartInputs)
+		path += "\x01chart"
+	}
 	if k := s.IgnoreKey(); k != "" {
 		path += "\x01" + k
 	}

@@ -32,7 +32,7 @@ type DependencyResolver interface {
 // known is false when the Cache has not read the chart's needs yet: load
 // reads them from its checkout.
 func (c *Cache) resolvedSettings(ctx context.Context, rev git.Revision, key string, s render.Settings) (render.Settings, bool, error) {
-	if c.opts.Dependencies == nil {
+	if c.opts.Dependencies == nil || s.DownloadedChart() { // a packaged chart carries its dependencies
 		return s, true, nil
 	}
 	c.mu.Lock()

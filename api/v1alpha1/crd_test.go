@@ -139,6 +139,16 @@ func TestCRDValidation(t *testing.T) {
 		{name: "chart over ssh", mutate: func(g *v1.GitSync) {
 			g.Spec.Source = v1.GitSource{URL: "ssh://git@example.com/charts", Chart: "podinfo", Ref: v1.GitRef{Tag: "1.0.0"}}
 		}, wantErr: "a chart source's url is a Helm repository"},
+		{name: "helm.chart over a Git path", mutate: func(g *v1.GitSync) {
+			g.Spec.Helm = &v1.HelmSpec{Chart: &v1.HelmChartRef{Repository: "@stable", Name: "podinfo", Version: "6.x"}}
+		}},
+		{name: "helm.chart of a chart source", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Tag: "1.0.0"}}
+			g.Spec.Helm = &v1.HelmSpec{Chart: &v1.HelmChartRef{Repository: "https://charts.example.com", Name: "podinfo", Version: "1.0.0"}}
+		}, wantErr: "helm.chart renders a chart from a repository with values files of a Git source"},
+		{name: "helm.chart from a repository with credentials in its URL", mutate: func(g *v1.GitSync) {
+			g.Spec.Helm = &v1.HelmSpec{Chart: &v1.HelmChartRef{Repository: "https://u:p@charts.example.com", Name: "podinfo", Version: "1.0.0"}}
+		}, wantErr: "spec.helm.chart.repository"},
 		{name: "named chart repository without credentials", mutate: func(g *v1.GitSync) {
 			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{{Name: "stable", URL: "https://charts.example.com"}}}
 		}},

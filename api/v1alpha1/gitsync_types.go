@@ -34,6 +34,8 @@ type GitSyncList struct {
 }
 
 // GitSyncSpec says what to sync, how often, and how carefully.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.helm) || !has(self.helm.chart) || (!has(self.source.chart) && !self.source.url.startsWith('oci://'))",message="helm.chart renders a chart from a repository with values files of a Git source; a chart or artifact source (source.chart, an oci:// url) renders its own"
 type GitSyncSpec struct {
 	// Source is the repository, ref and path to read manifests from.
 	Source GitSource `json:"source"`
@@ -346,6 +348,16 @@ type HelmSpec struct {
 	// +optional
 	IncludeCRDs *bool `json:"includeCRDs,omitempty"`
 
+	// Chart, when set, renders a chart downloaded from a chart repository
+	// with the values files of Source (ValuesFiles, relative to the
+	// repository root) instead of a chart in Git: Source.Path need not
+	// hold a Chart.yaml. The chart is resolved at every resolve (a newer
+	// version in the range is rendered at once), and the revision names
+	// both: REF@sha1:<commit>+chart:NAME@VERSION@sha256:<archive digest>.
+	// Credentials and aliases of its repository come from Repositories.
+	// +optional
+	Chart *HelmChartRef `json:"chart,omitempty"`
+
 	// Repositories give credentials for the chart repositories the chart's
 	// Chart.yaml dependencies are downloaded from (those not vendored in
 	// charts/), and names for those its dependencies name by alias
@@ -355,6 +367,29 @@ type HelmSpec struct {
 	// +listType=atomic
 	// +optional
 	Repositories []HelmRepository `json:"repositories,omitempty"`
+}
+
+// HelmChartRef names one chart of a chart repository.
+type HelmChartRef struct {
+	// Repository is an http(s):// Helm repository serving index.yaml, the
+	// oci:// registry path charts are pushed under, or "@NAME" /
+	// "alias:NAME" of an entry of Repositories, as a Chart.yaml dependency
+	// names it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^((https?|oci)://[^@/]+(/.*)?|@[A-Za-z0-9][-A-Za-z0-9_.]*|alias:[A-Za-z0-9][-A-Za-z0-9_.]*)$`
+	Repository string `json:"repository"`
+	// Name is the chart's name in the repository.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	Name string `json:"name"`
+	// Version is an exact version or a semver range ("1.x", ">=1.2 <2"),
+	// as a Chart.yaml dependency gives it: the highest matching version is
+	// rendered.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version"`
 }
 
 // HelmRepository names the credentials of one chart repository, or the

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/helm"
@@ -135,6 +137,25 @@ func chartCacheDir() string {
 		base = os.TempDir()
 	}
 	return filepath.Join(base, "gitsync", "charts")
+}
+
+// chart downloads the chart a GitSync's spec.helm.chart names, the highest
+// version in its range, with the same reads and checks as the agent's.
+func (o *helmRepoFlags) chart(ctx context.Context, ref *gitsyncv1.HelmChartRef, maxBytes int64) (*helm.Archive, error) {
+	acc, err := o.access()
+	if err != nil {
+		return nil, err
+	}
+	f, err := chartrepo.New(chartrepo.Options{Dir: chartCacheDir(), MaxChartBytes: maxBytes})
+	if err != nil {
+		return nil, err
+	}
+	need := helm.Need{Name: ref.Name, Repository: strings.TrimSuffix(ref.Repository, "/"), Version: ref.Version}
+	archives, err := f.Resolve(ctx, []helm.Need{need}, acc)
+	if err != nil {
+		return nil, fmt.Errorf("spec.helm.chart: %w", err)
+	}
+	return &archives[0], nil
 }
 
 // dependencies downloads what the chart at path of root needs from chart

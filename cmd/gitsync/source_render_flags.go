@@ -54,6 +54,9 @@ type renderFlags struct {
 	capabilities func(context.Context) (helm.Capabilities, error)
 	// spec, when set, are a GitSync's settings, used instead of the flags.
 	spec *sourcerender.Settings
+	// chart is the GitSync's spec.helm.chart: a chart downloaded from a
+	// repository renders the path's values, as the agent renders them.
+	chart *gitsyncv1.HelmChartRef
 }
 
 // AddFlags registers --helm-values, --helm-set, --release-name, --ignore
@@ -184,7 +187,7 @@ func (o *renderFlags) useTarget(name string, t *targetOptions) {
 // gets the cluster's capabilities first, when the command has a cluster
 // (its discovery is read only then: a plain path asks nothing).
 func (o *renderFlags) render(ctx context.Context, root, path string, ropts sourcerender.Options) (*sourcerender.Rendered, error) {
-	if !isChartDir(filepath.Join(root, path)) {
+	if o.chart == nil && !isChartDir(filepath.Join(root, path)) {
 		return o.Limits.render(ctx, root, path, ropts)
 	}
 	h := helm.DefaultOptions()
@@ -198,9 +201,15 @@ func (o *renderFlags) render(ctx context.Context, root, path string, ropts sourc
 		}
 		h.Capabilities = caps
 	}
-	// Dependencies charts/ does not hold are downloaded here, in this
-	// process; the render (a child) only reads the archives.
-	h, err := o.HelmRepos.dependencies(ctx, root, path, ropts, h)
+	// Dependencies charts/ does not hold, or spec.helm.chart, are
+	// downloaded here, in this process; the render (a child) only reads
+	// the archives.
+	var err error
+	if o.chart != nil {
+		h.Chart, err = o.HelmRepos.chart(ctx, o.chart, ropts.MaxFileBytes)
+	} else {
+		h, err = o.HelmRepos.dependencies(ctx, root, path, ropts, h)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -238,5 +247,8 @@ func (o *renderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
 		return err
 	}
 	o.spec = &s
+	if gs.Spec.Helm != nil {
+		o.chart = gs.Spec.Helm.Chart
+	}
 	return nil
 }

@@ -68,30 +68,53 @@ func (f *Fetcher) Inputs(src Source, commit string) (Inputs, error) {
 	return in[0], nil
 }
 
+// ChartInputs is Inputs of a path whose values a chart downloaded from a
+// repository renders (spec.helm.chart): its values files may lie anywhere
+// in the repository, so, as for a chart directory, the key is the whole
+// tree's (ChartKeyPrefix) and the whole repository is checked out.
+func (f *Fetcher) ChartInputs(src Source, commit string) (Inputs, error) {
+	var in Inputs
+	err := f.withRoot(src, commit, func(root *object.Tree, _ storer.EncodedObjectStorer) error {
+		in = Inputs{Key: ChartKeyPrefix + root.Hash.String(), Dirs: []string{"."}}
+		return nil
+	})
+	return in, err
+}
+
 func (f *Fetcher) inputsOf(src Source, commit string, paths []string) ([]Inputs, error) {
+	out := make([]Inputs, len(paths))
+	err := f.withRoot(src, commit, func(root *object.Tree, s storer.EncodedObjectStorer) error {
+		trees := &treeMemo{s: s, trees: map[plumbing.Hash]*object.Tree{}, alone: map[plumbing.Hash]bool{}}
+		for i, p := range paths {
+			var err error
+			if out[i], err = trees.inputs(root, commit, p); err != nil {
+				return gitErr(src, "read tree", err)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// withRoot calls fn with the root tree of commit (fetched) in src's
+// repository, which stays locked meanwhile.
+func (f *Fetcher) withRoot(src Source, commit string, fn func(*object.Tree, storer.EncodedObjectStorer) error) error {
 	lr, err := f.repo(src)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.done(lr)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	c, err := lr.repo.CommitObject(plumbing.NewHash(commit))
 	if err != nil {
-		return nil, gitErr(src, "read tree", fmt.Errorf("commit %s: %w", commit, err))
+		return gitErr(src, "read tree", fmt.Errorf("commit %s: %w", commit, err))
 	}
 	root, err := c.Tree()
 	if err != nil {
-		return nil, gitErr(src, "read tree", err)
+		return gitErr(src, "read tree", err)
 	}
-	trees := &treeMemo{s: lr.repo.Storer, trees: map[plumbing.Hash]*object.Tree{}, alone: map[plumbing.Hash]bool{}}
-	out := make([]Inputs, len(paths))
-	for i, p := range paths {
-		if out[i], err = trees.inputs(root, commit, p); err != nil {
-			return nil, gitErr(src, "read tree", err)
-		}
-	}
-	return out, nil
+	return fn(root, lr.repo.Storer)
 }
 
 // treeMemo reads trees of one repository, each at most once, and

@@ -18,6 +18,11 @@ type Revision struct {
 	// The pipeline after resolve handles both kinds through this one value,
 	// and ID names either.
 	Digest string
+	// Chart names the chart a Git path's values render with when it comes
+	// from a chart repository (spec.helm.chart): "NAME@VERSION@sha256:<hex>";
+	// empty otherwise. The content is the commit's and the chart's, so a
+	// new chart version is a new revision.
+	Chart string
 	// Previous is the commit this Fetcher last fetched for the same branch or
 	// tag, when it differs from Commit; empty otherwise.
 	Previous string
@@ -27,21 +32,35 @@ type Revision struct {
 	Rewritten bool
 }
 
-// ID names the content: the commit, or the artifact's digest.
+// ID names the content: the commit, or the artifact's digest, with the
+// chart rendering it when there is one.
 func (r Revision) ID() string {
+	id := r.Commit
 	if r.Digest != "" {
-		return r.Digest
+		id = r.Digest
 	}
-	return r.Commit
+	if r.Chart != "" {
+		id += chartMark + r.Chart
+	}
+	return id
 }
+
+// chartMark joins a revision and the chart it renders with, in String.
+const chartMark = "+chart:"
 
 // IsArtifact reports whether r is an OCI artifact's revision.
 func (r Revision) IsArtifact() bool { return r.Digest != "" }
 
 // String renders "main@sha1:<commit>" (or "sha1:<commit>" for a pinned
 // commit), the form used in status and events; an artifact's is
-// "v1.2.0@sha256:<hex>" (or the digest alone), as Flux writes it.
+// "v1.2.0@sha256:<hex>" (or the digest alone), as Flux writes it. A chart
+// follows as "+chart:NAME@VERSION@sha256:<hex>".
 func (r Revision) String() string {
+	if r.Chart != "" {
+		base := r
+		base.Chart = ""
+		return base.String() + chartMark + r.Chart
+	}
 	var b strings.Builder
 	if r.Ref != "" {
 		b.WriteString(r.Ref)
@@ -58,10 +77,26 @@ func (r Revision) String() string {
 
 // ParseRevision reads the String form back: "REF@sha1:<commit>" or
 // "sha1:<commit>", as status and events carry it, or an artifact's
-// "REF@sha256:<hex>" / "sha256:<hex>". Only Ref and Commit (or Digest)
-// survive the round trip (URL, Previous and Rewritten are not in the
-// text); ok is false for text of another form, "" included.
+// "REF@sha256:<hex>" / "sha256:<hex>", either followed by a chart's
+// "+chart:...". Only Ref, Commit (or Digest) and Chart survive the round
+// trip (URL, Previous and Rewritten are not in the text); ok is false for
+// text of another form, "" included.
 func ParseRevision(s string) (rev Revision, ok bool) {
+	if base, chart, found := strings.Cut(s, chartMark); found {
+		if chart == "" {
+			return Revision{}, false
+		}
+		rev, ok := parseRevision(base)
+		if !ok {
+			return Revision{}, false
+		}
+		rev.Chart = chart
+		return rev, true
+	}
+	return parseRevision(s)
+}
+
+func parseRevision(s string) (rev Revision, ok bool) {
 	if ref, hex, found := strings.Cut(s, "sha256:"); found {
 		if hex == "" || strings.Contains(hex, ":") || strings.Contains(ref, "sha1:") {
 			return Revision{}, false

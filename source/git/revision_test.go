@@ -24,6 +24,10 @@ func TestParseRevision(t *testing.T) {
 		{"artifact without digest", "v1@sha256:", Revision{}, false},
 		{"artifact ref without @", "v1sha256:" + dig, Revision{}, false},
 		{"both markers", "sha1:" + sha + "@sha256:" + dig, Revision{}, false},
+		{"commit and chart", "main@sha1:" + sha + "+chart:podinfo@6.5.0@sha256:" + dig,
+			Revision{Ref: "main", Commit: sha, Chart: "podinfo@6.5.0@sha256:" + dig}, true},
+		{"chart without a commit", "+chart:podinfo@6.5.0@sha256:" + dig, Revision{}, false},
+		{"commit and an empty chart", "main@sha1:" + sha + "+chart:", Revision{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,5 +39,16 @@ func TestParseRevision(t *testing.T) {
 				t.Errorf("String() of the parsed revision = %q, want %q back", got.String(), tt.in)
 			}
 		})
+	}
+}
+
+// TestRevisionIDNamesTheChart: a new chart version over the same commit is
+// other content (stalled renders and health waits are remembered per ID).
+func TestRevisionIDNamesTheChart(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	a := Revision{Commit: sha, Chart: "podinfo@6.5.0@sha256:aa"}
+	b := Revision{Commit: sha, Chart: "podinfo@6.5.1@sha256:bb"}
+	if a.ID() == b.ID() || a.ID() == (Revision{Commit: sha}).ID() {
+		t.Errorf("IDs %q, %q and %q: a chart of its own is content of its own", a.ID(), b.ID(), Revision{Commit: sha}.ID())
 	}
 }

@@ -83,19 +83,48 @@ func addDependencies(ctx context.Context, files Files, dir string, missing []*ch
 // unpacks within the render's caps.
 func readArchive(ctx context.Context, files Files, dir string, a Archive) (*loader.BufferedFile, error) {
 	name := path.Join(chartsDir, a.fileName())
-	repoName := path.Join(dir, name)
-	data, err := files.Archive(ctx, repoName, a)
+	data, err := readChecked(ctx, files, path.Join(dir, name), a)
+	if err != nil {
+		return nil, err
+	}
+	return &loader.BufferedFile{Name: name, Data: data}, nil
+}
+
+// readChecked reads the downloaded archive a as the repository file name:
+// it must hash to a.Digest and unpack within the render's caps.
+func readChecked(ctx context.Context, files Files, name string, a Archive) ([]byte, error) {
+	data, err := files.Archive(ctx, name, a)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	if got := "sha256:" + hex.EncodeToString(sum[:]); got != a.Digest {
-		return nil, &Error{Path: repoName, Detail: fmt.Sprintf("downloaded chart %s %s hashes to %s, not %s", a.Name, a.Version, got, a.Digest)}
+		return nil, &Error{Path: name, Detail: fmt.Sprintf("downloaded chart %s %s hashes to %s, not %s", a.Name, a.Version, got, a.Digest)}
 	}
-	if err := checkArchive(files, repoName, data, 0); err != nil {
+	if err := checkArchive(files, name, data, 0); err != nil {
 		return nil, err
 	}
-	return &loader.BufferedFile{Name: name, Data: data}, nil
+	return data, nil
+}
+
+// loadDownloaded builds the chart of Options.Chart, a chart downloaded from
+// a repository that renders dir's values: read and checked as a
+// dependency's archive is, and complete (a packaged chart carries its
+// dependencies in charts/).
+func loadDownloaded(ctx context.Context, files Files, dir string, a Archive) (*chart.Chart, error) {
+	name := path.Join(dir, a.fileName())
+	data, err := readChecked(ctx, files, name, a)
+	if err != nil {
+		return nil, err
+	}
+	c, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, &Error{Path: name, Detail: fmt.Sprintf("downloaded chart %s %s not loadable", a.Name, a.Version), Err: err}
+	}
+	if err := checkDependencies(c); err != nil {
+		return nil, &Error{Path: name, Detail: err.Error()}
+	}
+	return c, nil
 }
 
 // isChartArchive reports whether name (relative to a chart) is a packaged

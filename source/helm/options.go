@@ -73,6 +73,11 @@ type Options struct {
 	// are in Digest by name, version and digest, so a render is keyed by
 	// what the dependencies resolved to.
 	Dependencies []Archive `json:",omitempty"`
+	// Chart, when set, is the chart to render, downloaded by the caller
+	// (spec.helm.chart), in place of a chart directory at the render's
+	// path: the path then holds only what the values files need. It is in
+	// Digest by name, version and digest, as Dependencies are.
+	Chart *Archive `json:",omitempty"`
 	// Budget is charged with each rendered document as the output is split,
 	// so a template cannot turn a small repository into an unbounded render;
 	// nil charges nothing. It is not a setting: Digest leaves it out.
@@ -97,7 +102,8 @@ func (o Options) Digest() string {
 		C       bool
 		A       []string
 		D       []string `json:",omitempty"`
-	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.APIVersions, o.dependencyKeys()})
+		H       string   `json:",omitempty"`
+	}{o.ReleaseName, o.Namespace, o.KubeVersion, o.ValuesFiles, o.Values, o.IncludeCRDs, o.APIVersions, o.dependencyKeys(), o.chartKey()})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -115,12 +121,25 @@ type Manifest struct {
 	Data []byte
 }
 
+// chartKey names Chart for Digest; "" without one.
+func (o Options) chartKey() string {
+	if o.Chart == nil {
+		return ""
+	}
+	return o.Chart.Key()
+}
+
+// Key names the archive by what renders: name, version and digest, not
+// where it lies on disk. It is how a revision names the chart it renders
+// with (git.Revision.Chart).
+func (a Archive) Key() string { return a.Name + "@" + a.Version + "@" + a.Digest }
+
 // dependencyKeys name the dependencies for Digest; where an archive lies
 // on disk is not part of what renders.
 func (o Options) dependencyKeys() []string {
 	var out []string
 	for _, a := range o.Dependencies {
-		out = append(out, a.Name+"@"+a.Version+"@"+a.Digest)
+		out = append(out, a.Key())
 	}
 	return out
 }

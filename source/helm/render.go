@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -55,7 +56,12 @@ func Render(ctx context.Context, files Files, dir string, opts Options) ([]Manif
 	if err != nil {
 		return nil, err
 	}
-	c, err := load(ctx, files, dir, opts.Dependencies)
+	var c *chart.Chart
+	if opts.Chart != nil {
+		c, err = loadDownloaded(ctx, files, dir, *opts.Chart)
+	} else {
+		c, err = load(ctx, files, dir, opts.Dependencies)
+	}
 	if err != nil {
 		return nil, err
 	}

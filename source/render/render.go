@@ -129,8 +129,10 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 
 	var docs []decodedObject
 	switch {
-	case opts.PlainOnly && (isKustomizeDir(repo, rel) || isChartDir(repo, rel) || !opts.Settings.PostRender.IsZero()):
+	case opts.PlainOnly && (opts.Settings.DownloadedChart() || isKustomizeDir(repo, rel) || isChartDir(repo, rel) || !opts.Settings.PostRender.IsZero()):
 		return nil, ErrNeedsEngine // post-render changes are tenant input run where they can be stopped
+	case opts.Settings.DownloadedChart():
+		docs, err = renderHelm(ctx, repo, rel, opts) // the chart of spec.helm.chart over rel's values
 	case isKustomizeDir(repo, rel):
 		docs, err = renderKustomize(ctx, repo, rel, opts)
 	case isChartDir(repo, rel):

@@ -46,6 +46,10 @@ func (s Settings) IgnoreKey() string {
 	return "ignore:" + ignore.Digest(s.Ignore)
 }
 
+// DownloadedChart reports whether a chart downloaded from a repository
+// (helm.Options.Chart) renders the path, whatever the path holds.
+func (s Settings) DownloadedChart() bool { return s.Helm != nil && s.Helm.Chart != nil }
+
 // HelmKey names the Helm settings; it matters only for a chart path.
 func (s Settings) HelmKey() string {
 	if s.Helm == nil {
