@@ -133,3 +133,43 @@ func TestBuildGitSyncOfChart(t *testing.T) {
 	}
 	wantLiveMatches(t, built, ns)
 }
+
+// TestBuildGitSyncOfHelmChart: build --gitsync of a GitSync whose
+// spec.helm.chart renders a chart of a Helm repository over a values file
+// of its Git source prints what the real agent applied: the chart
+// downloaded, the Git values merged. Without the CLI's spec.helm.chart the
+// values path holds no chart and renders as a plain directory of values,
+// which is not a manifest: build fails.
+func TestBuildGitSyncOfHelmChart(t *testing.T) {
+	ns := env.Namespace(t)
+	startRun(t, ns, "--leader-elect=false", "--allow-networks", "127.0.0.0/8")
+	c := gitsyncClient(t)
+	charts := chartrepotest.NewHTTPRepo(t)
+	dir := filepath.Join(t.TempDir(), "leaf")
+	chartrepotest.WriteTree(t, dir, chartrepotest.Leaf("leaf", "1.2.0"))
+	charts.Add(t, dir)
+	gitDir := newRunRepo(t)
+	commit := commitFiles(t, gitDir, map[string]string{"values/prod.yaml": "greeting: from git\n"})
+	gs := gitsynctest.New(ns, "web", "file://"+gitDir, func(g *gitsyncv1.GitSync) {
+		g.Spec.Source.Path = "values"
+		g.Spec.Helm = &gitsyncv1.HelmSpec{
+			Chart:       &gitsyncv1.HelmChartRef{Repository: charts.URL(), Name: "leaf", Version: "~1.2"},
+			ValuesFiles: []string{"values/prod.yaml"},
+		}
+	})
+	poll(t, "create GitSync (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
+		return c.Create(ctx, gs.DeepCopy()) == nil, nil
+	})
+	waitApplied(t, c, client.ObjectKeyFromObject(gs), commit+"+chart:leaf@1.2.0@sha256:")
+
+	r := gitsync(t, "build", "--gitsync", ns+"/web", "--kubeconfig", env.Kubeconfig, "-o", "json")
+	wantCode(t, r, 0)
+	built := builtObjects(t, r.stdout, outputJSON)
+	if len(built) != 1 || built[0].GetName() != "web-leaf" {
+		t.Fatalf("build --gitsync printed %d objects, want ConfigMap web-leaf alone:\n%s", len(built), r)
+	}
+	if g, _, _ := unstructured.NestedString(built[0].Object, "data", "greeting"); g != "from git" {
+		t.Errorf("greeting %q, want the Git values file's", g)
+	}
+	wantLiveMatches(t, built, ns)
+}
