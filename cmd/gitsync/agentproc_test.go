@@ -65,8 +65,13 @@ func freeAddrs(t *testing.T, n int) []string {
 // port is drawn from the same range), and the agent then exits with
 // "address already in use". That start is retried on new addresses; CI once
 // failed on it.
-func launchAgent(t *testing.T, args func(metrics, health, webhook string) []string, env []string) *runProc {
+//
+// A test that holds the agent before it listens (discovery lagging on
+// purpose) passes wait false: it gets the process at once, without the
+// retry.
+func launchAgent(t *testing.T, args func(metrics, health, webhook string) []string, env []string, wait ...bool) *runProc {
 	t.Helper()
+	waits := len(wait) == 0 || wait[0]
 	for attempt := 1; ; attempt++ {
 		addrs := freeAddrs(t, 3)
 		p := &runProc{log: &syncBuf{}, done: make(chan struct{}), metrics: addrs[0], health: addrs[1], webhook: addrs[2]}
@@ -77,7 +82,7 @@ func launchAgent(t *testing.T, args func(metrics, health, webhook string) []stri
 			t.Fatal(err)
 		}
 		go func() { p.err = p.cmd.Wait(); close(p.done) }()
-		if p.listening() || attempt == 5 || !strings.Contains(p.log.String(), "address already in use") {
+		if !waits || p.listening() || attempt == 5 || !strings.Contains(p.log.String(), "address already in use") {
 			// listening, or exited for a reason of its own (a test's crash
 			// point), or stuck: the test sees what happens next
 			t.Cleanup(func() {

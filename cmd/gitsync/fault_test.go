@@ -32,11 +32,23 @@ func startAgentProc(t *testing.T, ns string, extraEnv ...string) *runProc {
 // startAgentProcOn is startAgentProc against the cluster of kubeconfig.
 func startAgentProcOn(t *testing.T, kubeconfig, ns string, extraEnv ...string) *runProc {
 	t.Helper()
+	return launchAgentOn(t, kubeconfig, ns, true, extraEnv...)
+}
+
+// startAgentProcHeld is startAgentProcOn for an agent the test holds
+// before it listens: it returns at once (launchAgent's wait false).
+func startAgentProcHeld(t *testing.T, kubeconfig, ns string) *runProc {
+	t.Helper()
+	return launchAgentOn(t, kubeconfig, ns, false)
+}
+
+func launchAgentOn(t *testing.T, kubeconfig, ns string, wait bool, extraEnv ...string) *runProc {
+	t.Helper()
 	return launchAgent(t, func(metrics, health, webhook string) []string {
 		return []string{"run", "--kubeconfig", kubeconfig, "--install-crds", "--watch-namespace", ns, "--leader-elect=false",
 			"--metrics-addr", metrics, "--health-addr", health, "--webhook-addr", webhook,
 			"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
-	}, append(append(os.Environ(), "KUBECONFIG=/nonexistent"), extraEnv...))
+	}, append(append(os.Environ(), "KUBECONFIG=/nonexistent"), extraEnv...), wait)
 }
 
 // waitCrash waits until the process killed itself at point: the marker

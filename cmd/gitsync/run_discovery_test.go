@@ -28,7 +28,7 @@ func TestRunWaitsForDiscovery(t *testing.T) {
 	proxy := env.NewFaultProxy(t)
 	proxy.LegacyDiscovery() // one request per group version, so the rule hides gitsync.dev alone
 	lag := proxy.MustInject(t, testenv.Fault{Method: http.MethodGet, Path: `^/apis/gitsync\.dev/v1alpha1/?$`, Status: http.StatusNotFound})
-	p := startAgentProcOn(t, proxy.Kubeconfig, ns)
+	p := startAgentProcHeld(t, proxy.Kubeconfig, ns) // held by discovery before it listens
 
 	// Asked, told "not served", and asked again: still running.
 	poll(t, "the agent asking discovery again", func(context.Context) (bool, error) {
