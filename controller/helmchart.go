@@ -3,10 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/helm"
@@ -26,10 +26,10 @@ import (
 // withHelmChart adds gs's spec.helm.chart to rev, a revision of its Git
 // source just resolved, and keeps the archive in st for the render.
 func (r *GitSyncReconciler) withHelmChart(ctx context.Context, gs *v1.GitSync, st *syncState, view *tenant.View, rev git.Revision, notBefore time.Time) (git.Revision, error) {
-	if gs.Spec.Helm == nil || gs.Spec.Helm.Chart == nil {
+	need, ok := prepare.HelmChart(gs)
+	if !ok {
 		return rev, nil
 	}
-	ref := gs.Spec.Helm.Chart
 	if r.opts.Charts == nil {
 		return rev, stalled(v1.ReasonInvalidSpec, errors.New("spec.helm.chart: this agent reads no chart repositories"))
 	}
@@ -37,7 +37,6 @@ func (r *GitSyncReconciler) withHelmChart(ctx context.Context, gs *v1.GitSync, s
 	if err != nil {
 		return rev, err
 	}
-	need := helm.Need{Name: ref.Name, Repository: strings.TrimSuffix(ref.Repository, "/"), Version: ref.Version}
 	archives, err := r.opts.Charts.Resolve(chartrepo.FreshAfter(ctx, notBefore), []helm.Need{need}, acc)
 	if err != nil {
 		return rev, classifyFetch(err)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/oci"
 )
 
@@ -22,4 +23,15 @@ func Artifact(gs *v1.GitSync) (oci.Artifact, string) {
 	a.URL += "/" + spec.Chart
 	a.Ref.Tag = strings.ReplaceAll(a.Ref.Tag, "+", "_")
 	return a, spec.Chart
+}
+
+// HelmChart is the chart gs's spec.helm.chart names, as the chart fetcher
+// resolves it (the highest version in its range); ok is false without one.
+// The agent and the CLI's --gitsync previews read it here alike.
+func HelmChart(gs *v1.GitSync) (need helm.Need, ok bool) {
+	if gs.Spec.Helm == nil || gs.Spec.Helm.Chart == nil {
+		return helm.Need{}, false
+	}
+	ref := gs.Spec.Helm.Chart
+	return helm.Need{Name: ref.Name, Repository: strings.TrimSuffix(ref.Repository, "/"), Version: ref.Version}, true
 }

@@ -21,6 +21,7 @@ type runProc struct {
 	metrics, health, webhook string // its listen addresses
 }
 
+// syncBuf is a bytes.Buffer safe for a process writing and a test reading.
 type syncBuf struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -69,9 +70,8 @@ func freeAddrs(t *testing.T, n int) []string {
 // A test that holds the agent before it listens (discovery lagging on
 // purpose) passes wait false: it gets the process at once, without the
 // retry.
-func launchAgent(t *testing.T, args func(metrics, health, webhook string) []string, env []string, wait ...bool) *runProc {
+func launchAgent(t *testing.T, args func(metrics, health, webhook string) []string, env []string, wait bool) *runProc {
 	t.Helper()
-	waits := len(wait) == 0 || wait[0]
 	for attempt := 1; ; attempt++ {
 		addrs := freeAddrs(t, 3)
 		p := &runProc{log: &syncBuf{}, done: make(chan struct{}), metrics: addrs[0], health: addrs[1], webhook: addrs[2]}
@@ -82,7 +82,7 @@ func launchAgent(t *testing.T, args func(metrics, health, webhook string) []stri
 			t.Fatal(err)
 		}
 		go func() { p.err = p.cmd.Wait(); close(p.done) }()
-		if !waits || p.listening() || attempt == 5 || !strings.Contains(p.log.String(), "address already in use") {
+		if !wait || p.listening() || attempt == 5 || !strings.Contains(p.log.String(), "address already in use") {
 			// listening, or exited for a reason of its own (a test's crash
 			// point), or stuck: the test sees what happens next
 			t.Cleanup(func() {

@@ -8,12 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/source"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/helm"
@@ -141,7 +139,7 @@ func chartCacheDir() string {
 
 // chart downloads the chart a GitSync's spec.helm.chart names, the highest
 // version in its range, with the same reads and checks as the agent's.
-func (o *helmRepoFlags) chart(ctx context.Context, ref *gitsyncv1.HelmChartRef, maxBytes int64) (*helm.Archive, error) {
+func (o *helmRepoFlags) chart(ctx context.Context, need helm.Need, maxBytes int64) (*helm.Archive, error) {
 	acc, err := o.access()
 	if err != nil {
 		return nil, err
@@ -150,7 +148,6 @@ func (o *helmRepoFlags) chart(ctx context.Context, ref *gitsyncv1.HelmChartRef, 
 	if err != nil {
 		return nil, err
 	}
-	need := helm.Need{Name: ref.Name, Repository: strings.TrimSuffix(ref.Repository, "/"), Version: ref.Version}
 	archives, err := f.Resolve(ctx, []helm.Need{need}, acc)
 	if err != nil {
 		return nil, fmt.Errorf("spec.helm.chart: %w", err)

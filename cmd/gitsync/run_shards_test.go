@@ -47,7 +47,7 @@ func startShardAgent(t *testing.T, ns, name, trace string) *shardAgent {
 			"--shards", "auto", "--leader-election-namespace", ns,
 			"--metrics-addr", metrics, "--health-addr", health, "--webhook-addr", webhook,
 			"--cache-dir", t.TempDir(), "--log-format", "json", "--allow-local-sources"}
-	}, append(os.Environ(), "KUBECONFIG=/nonexistent", agent.ShardTraceEnv+"="+trace, agent.ShardNameEnv+"="+name))
+	}, append(os.Environ(), "KUBECONFIG=/nonexistent", agent.ShardTraceEnv+"="+trace, agent.ShardNameEnv+"="+name), true)
 	return &shardAgent{runProc: p, name: name}
 }
 

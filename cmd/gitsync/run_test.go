@@ -27,7 +27,7 @@ func startRun(t *testing.T, ns string, extra ...string) *runProc {
 			"--metrics-addr", metrics, "--health-addr", health, "--webhook-addr", webhook,
 			"--cache-dir", t.TempDir(), "--log-format", "json",
 			"--allow-local-sources"}, extra...) // the test repositories are file:// URLs
-	}, nil)
+	}, nil, true)
 }
 
 func httpGet(url string) (int, string) {

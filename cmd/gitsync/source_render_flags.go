@@ -54,9 +54,10 @@ type renderFlags struct {
 	capabilities func(context.Context) (helm.Capabilities, error)
 	// spec, when set, are a GitSync's settings, used instead of the flags.
 	spec *sourcerender.Settings
-	// chart is the GitSync's spec.helm.chart: a chart downloaded from a
-	// repository renders the path's values, as the agent renders them.
-	chart *gitsyncv1.HelmChartRef
+	// chart is the GitSync's spec.helm.chart (prepare.HelmChart): a chart
+	// downloaded from a repository renders the path's values, as the agent
+	// renders them.
+	chart *helm.Need
 }
 
 // AddFlags registers --helm-values, --helm-set, --release-name, --ignore
@@ -206,7 +207,7 @@ func (o *renderFlags) render(ctx context.Context, root, path string, ropts sourc
 	// the archives.
 	var err error
 	if o.chart != nil {
-		h.Chart, err = o.HelmRepos.chart(ctx, o.chart, ropts.MaxFileBytes)
+		h.Chart, err = o.HelmRepos.chart(ctx, *o.chart, ropts.MaxFileBytes)
 	} else {
 		h, err = o.HelmRepos.dependencies(ctx, root, path, ropts, h)
 	}
@@ -247,8 +248,8 @@ func (o *renderFlags) useGitSync(gs *gitsyncv1.GitSync) error {
 		return err
 	}
 	o.spec = &s
-	if gs.Spec.Helm != nil {
-		o.chart = gs.Spec.Helm.Chart
+	if need, ok := prepare.HelmChart(gs); ok {
+		o.chart = &need
 	}
 	return nil
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,24 +69,6 @@ func TestDebounce(t *testing.T) {
 	expectNone("burst fires once")
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDiffWatch runs diff --watch: each save re-runs the diff, a broken
 // manifest is reported without ending the watch, and Ctrl-C exits 0.
 func TestDiffWatch(t *testing.T) {
@@ -98,7 +78,7 @@ func TestDiffWatch(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a.yaml": configMap("a", "k", "v")})
 	wantCode(t, gitsyncIn(t, ns, "apply", dir), 0)
 
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncBuf
 	cmd := exec.Command(bin, "diff", "--watch", dir, "--kubeconfig", env.Kubeconfig, "-n", ns)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
