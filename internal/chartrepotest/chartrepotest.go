@@ -155,6 +155,19 @@ func (r *HTTPRepo) Add(t testing.TB, chartDir string) {
 	RunHelm(t, r.home, dest, "repo", "index", dest, "--url", r.URL())
 }
 
+// AddSigned is Add with the archive signed by `helm package --sign`: a
+// provenance file beside it, made with the key name of keyring (a binary
+// secret keyring).
+func (r *HTTPRepo) AddSigned(t testing.TB, chartDir, keyring, name string) {
+	t.Helper()
+	dest := filepath.Join(r.Dir, "charts")
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	RunHelm(t, r.home, chartDir, "package", chartDir, "--destination", dest, "--sign", "--keyring", keyring, "--key", name)
+	RunHelm(t, r.home, dest, "repo", "index", dest, "--url", r.URL())
+}
+
 // Registry is an OCI registry in memory.
 type Registry struct {
 	*Server
@@ -177,8 +190,8 @@ func (g *Registry) Host() string { return strings.TrimPrefix(g.Server.URL, "http
 func (g *Registry) URL() string { return "oci://" + g.Host() + "/charts" }
 
 // Push packages chartDir with `helm package` and pushes it with `helm push
-// --plain-http`.
-func (g *Registry) Push(t testing.TB, chartDir string) {
+// --plain-http`, and returns the manifest's digest as helm reports it.
+func (g *Registry) Push(t testing.TB, chartDir string) string {
 	t.Helper()
 	dest := t.TempDir()
 	RunHelm(t, g.home, chartDir, "package", chartDir, "--destination", dest)
@@ -186,7 +199,14 @@ func (g *Registry) Push(t testing.TB, chartDir string) {
 	if err != nil || len(tgz) != 1 {
 		t.Fatalf("helm package wrote %v", tgz)
 	}
-	RunHelm(t, g.home, dest, "push", tgz[0], g.URL(), "--plain-http")
+	out := RunHelm(t, g.home, dest, "push", tgz[0], g.URL(), "--plain-http")
+	for _, line := range strings.Split(out, "\n") {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(line), "Digest: "); ok {
+			return d
+		}
+	}
+	t.Fatalf("helm push printed no digest:\n%s", out)
+	return ""
 }
 
 // Leaf is a small chart named name at version, whose ConfigMap says which

@@ -21,6 +21,8 @@ type SigningKey struct {
 	// config are git's -c settings and env the environment git signs with.
 	config []string
 	env    []string
+	// uid is the OpenPGP key's user ID.
+	uid string
 }
 
 // NewGPGKey generates an ed25519 OpenPGP signing key for uid ("Name
@@ -69,6 +71,7 @@ func NewGPGKey(t testing.TB, uid string) *SigningKey {
 		Fingerprint: fpr,
 		config:      []string{"-c", "gpg.format=openpgp", "-c", "user.signingkey=" + fpr},
 		env:         env,
+		uid:         uid,
 	}
 }
 
@@ -135,4 +138,25 @@ func (r *Repo) Rewrite(edit func(raw string) string) string {
 	sha := r.GitInput([]byte(edit(raw+"\n")), "hash-object", "-t", "commit", "-w", "--stdin")
 	r.Git("update-ref", "HEAD", sha)
 	return sha
+}
+
+// SecretKeyring writes the OpenPGP key's secret key, unprotected, as a
+// binary keyring (the secring.gpg `helm package --sign --keyring` reads)
+// into dir, and returns its path and the name helm's --key finds it by.
+func (k *SigningKey) SecretKeyring(t testing.TB, dir string) (path, name string) {
+	t.Helper()
+	if k.uid == "" {
+		t.Fatal("SecretKeyring of a key that is not an OpenPGP key")
+	}
+	cmd := exec.Command("gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "", "--export-secret-keys", k.Fingerprint)
+	cmd.Env = append(os.Environ(), k.env...)
+	out, err := cmd.Output()
+	if err != nil || len(out) == 0 {
+		t.Fatalf("gpg --export-secret-keys: %v", err)
+	}
+	path = filepath.Join(dir, "secring.gpg")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, k.uid
 }

@@ -28,6 +28,10 @@ type Access struct {
 	// Aliases are the URLs of the repositories dependencies name by alias
 	// ("@NAME", "alias:NAME"), by NAME.
 	Aliases map[string]string
+	// Trust are the keys the charts of some repositories must be signed
+	// with: a chart of a repository a Trust covers is resolved only when
+	// each such Trust verifies it (Fetcher.Verify).
+	Trust []Trust
 }
 
 // forURL returns the credentials for repo, if any.
@@ -93,7 +97,7 @@ func sameHost(repo, chart *url.URL) bool {
 // Fingerprint names all of a's credentials at once (a salted hash), for
 // callers that must not share work done with other credentials.
 func (a Access) Fingerprint() string {
-	if len(a.Repositories) == 0 && len(a.Aliases) == 0 {
+	if len(a.Repositories) == 0 && len(a.Aliases) == 0 && len(a.Trust) == 0 {
 		return "anonymous"
 	}
 	h := sha256.New()
@@ -107,6 +111,12 @@ func (a Access) Fingerprint() string {
 	// The aliases decide which repository a dependency is read from.
 	for _, name := range slices.Sorted(maps.Keys(a.Aliases)) {
 		h.Write([]byte("alias\x00" + name + "\x00" + a.Aliases[name] + "\x00"))
+	}
+	// Verification is asked at every Resolve, so what a render cached
+	// under one key set is never handed out unverified; the keys are in
+	// the fingerprint all the same, so no cache outlives a revoked key.
+	for _, t := range a.Trust {
+		h.Write([]byte("trust\x00" + t.Mode + "\x00" + t.URL + "\x00" + t.Sum + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/source/helm"
@@ -59,6 +60,9 @@ type Fetcher struct {
 
 	mu      sync.Mutex
 	indexes map[string]cachedIndex // repository URL + Access key → index
+	// verdicts are the signers of charts verified: mode, repository,
+	// digest, keys' sum → signer.
+	verdicts *lru.Cache
 }
 
 // New validates opts, filling zero fields from DefaultOptions.
@@ -86,7 +90,7 @@ func New(opts Options) (*Fetcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fetcher{opts: opts, client: newClient(opts), store: st, indexes: map[string]cachedIndex{}}, nil
+	return &Fetcher{opts: opts, client: newClient(opts), store: st, indexes: map[string]cachedIndex{}, verdicts: lru.New(4096)}, nil
 }
 
 // newClient is an HTTP client that dials only through the egress guard
@@ -122,7 +126,8 @@ func newClient(opts Options) *http.Client {
 
 // Resolve finds and stores the chart of each need, reading each
 // repository with acc's credentials, and returns the archives in the order
-// of needs. Nothing is returned unless every need resolved.
+// of needs; a chart of a repository acc trusts only some keys for is
+// verified (Verify). Nothing is returned unless every need resolved.
 func (f *Fetcher) Resolve(ctx context.Context, needs []helm.Need, acc Access) ([]helm.Archive, error) {
 	out := make([]helm.Archive, 0, len(needs))
 	for _, n := range needs {
@@ -142,6 +147,13 @@ func (f *Fetcher) Resolve(ctx context.Context, needs []helm.Need, acc Access) ([
 			a, err = f.resolveOCI(ctx, n, acc)
 		} else {
 			a, err = f.resolveHTTP(ctx, n, acc)
+		}
+		if err == nil {
+			_, err = f.Verify(ctx, n.Repository, a, acc)
+		}
+		var ue *UnverifiedError
+		if errors.As(err, &ue) {
+			return nil, err // it names the chart already
 		}
 		if err != nil {
 			return nil, fmt.Errorf("chart %s %s from %s: %w", n.Name, n.Version, n.Repository, err)

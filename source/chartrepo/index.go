@@ -35,10 +35,11 @@ type indexEntry struct {
 // cachedIndex is an answer kept IndexTTL: an HTTP repository's index, an
 // OCI repository's tags, or an OCI tag's chart layer.
 type cachedIndex struct {
-	idx   *index
-	tags  []string
-	layer v1.Descriptor
-	at    time.Time
+	idx      *index
+	tags     []string
+	layer    v1.Descriptor
+	manifest string // the digest of layer's manifest
+	at       time.Time
 }
 
 // fresh reports whether c may answer at now: read within ttl, and not
@@ -77,14 +78,14 @@ func (f *Fetcher) resolveHTTP(ctx context.Context, n helm.Need, acc Access) (hel
 	if !strings.HasPrefix(digest, "sha256:") {
 		digest = "sha256:" + digest // index.yaml lists the bare hex
 	}
-	a := helm.Archive{Name: n.Name, Version: e.Version, Digest: digest}
-	if p, ok := f.store.has(digest); ok {
-		a.File = p
-		return a, nil
-	}
 	chartURL, err := resolveChartURL(n.Repository, e.URLs[0])
 	if err != nil {
 		return helm.Archive{}, err
+	}
+	a := helm.Archive{Name: n.Name, Version: e.Version, Digest: digest, Origin: chartURL}
+	if p, ok := f.store.has(digest); ok {
+		a.File = p
+		return a, nil
 	}
 	v, err, _ := f.group.Do("chart\x00"+digest, func() (any, error) {
 		data, err := f.get(ctx, n.Repository, chartURL, acc, f.opts.MaxChartBytes, "chart "+n.Name+" "+e.Version)
@@ -195,7 +196,7 @@ func (f *Fetcher) get(ctx context.Context, repo, target string, acc Access, limi
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, &AuthError{Repository: repo, Status: resp.StatusCode, Anonymous: !hasCred}
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("%s: %s answered %s", what, stripUserinfo(u.String()), resp.Status)
+		return nil, &StatusError{What: what, URL: stripUserinfo(u.String()), Status: resp.StatusCode, Text: resp.Status}
 	}
 	if resp.ContentLength > limit {
 		return nil, &TooLargeError{What: what, Limit: limit}
@@ -209,6 +210,18 @@ func (f *Fetcher) get(ctx context.Context, repo, target string, acc Access, limi
 	}
 	return data, nil
 }
+
+// StatusError is a repository's answer other than 200 OK (and the
+// refusals an *AuthError is).
+type StatusError struct {
+	// What was read; URL where, without credentials.
+	What, URL string
+	// Status is the HTTP status code; Text its line ("404 Not Found").
+	Status int
+	Text   string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: %s answered %s", e.What, e.URL, e.Text) }
 
 // resolveChartURL resolves an index entry's URL against its repository
 // (relative URLs are relative to the repository's directory).

@@ -44,11 +44,11 @@ func (f *Fetcher) resolveOCI(ctx context.Context, n helm.Need, acc Access) (helm
 	}
 	// Helm writes "+" of a version as "_" in a tag, which cannot hold "+".
 	ref := repo.Tag(strings.ReplaceAll(version, "+", "_"))
-	layer, err := f.chartLayer(ctx, ref, n.Repository, acc, opts)
+	layer, manifest, err := f.chartLayer(ctx, ref, n.Repository, acc, opts)
 	if err != nil {
 		return helm.Archive{}, f.ociErr(n.Repository, acc, err)
 	}
-	a := helm.Archive{Name: n.Name, Version: version, Digest: layer.Digest.String()}
+	a := helm.Archive{Name: n.Name, Version: version, Digest: layer.Digest.String(), Origin: repo.Digest(manifest).String()}
 	if p, ok := f.store.has(a.Digest); ok {
 		a.File = p
 		return a, nil
@@ -124,50 +124,50 @@ func (f *Fetcher) ociTags(ctx context.Context, repo name.Repository, base string
 }
 
 // chartLayer reads ref's manifest (from memory within IndexTTL) and
-// returns its chart layer; a manifest that is not a Helm chart's is
-// refused.
-func (f *Fetcher) chartLayer(ctx context.Context, ref name.Tag, base string, acc Access, opts []remote.Option) (v1.Descriptor, error) {
+// returns its chart layer and the manifest's digest (what a cosign
+// signature signs); a manifest that is not a Helm chart's is refused.
+func (f *Fetcher) chartLayer(ctx context.Context, ref name.Tag, base string, acc Access, opts []remote.Option) (v1.Descriptor, string, error) {
 	key := "manifest\x00" + ref.String() + "\x00" + acc.Key(base)
 	now := f.opts.Now()
 	f.mu.Lock()
 	c, ok := f.indexes[key]
 	f.mu.Unlock()
 	if ok && c.fresh(ctx, now, f.opts.IndexTTL) {
-		return c.layer, nil
+		return c.layer, c.manifest, nil
 	}
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
-		return v1.Descriptor{}, err
+		return v1.Descriptor{}, "", err
 	}
 	if len(desc.Manifest) > maxManifestBytes {
-		return v1.Descriptor{}, &TooLargeError{What: "manifest " + ref.TagStr(), Limit: maxManifestBytes}
+		return v1.Descriptor{}, "", &TooLargeError{What: "manifest " + ref.TagStr(), Limit: maxManifestBytes}
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
-		return v1.Descriptor{}, fmt.Errorf("%s is not an image manifest: %w", ref.TagStr(), err)
+		return v1.Descriptor{}, "", fmt.Errorf("%s is not an image manifest: %w", ref.TagStr(), err)
 	}
 	if m.Config.MediaType != HelmConfigMediaType {
-		return v1.Descriptor{}, fmt.Errorf("%s is not a Helm chart: its config is %s, not %s", ref.TagStr(), m.Config.MediaType, HelmConfigMediaType)
+		return v1.Descriptor{}, "", fmt.Errorf("%s is not a Helm chart: its config is %s, not %s", ref.TagStr(), m.Config.MediaType, HelmConfigMediaType)
 	}
 	var layer *v1.Descriptor
 	for i := range m.Layers {
 		if m.Layers[i].MediaType == HelmChartMediaType {
 			if layer != nil {
-				return v1.Descriptor{}, fmt.Errorf("%s holds more than one chart layer", ref.TagStr())
+				return v1.Descriptor{}, "", fmt.Errorf("%s holds more than one chart layer", ref.TagStr())
 			}
 			layer = &m.Layers[i]
 		}
 	}
 	if layer == nil {
-		return v1.Descriptor{}, fmt.Errorf("%s has no layer of media type %s", ref.TagStr(), HelmChartMediaType)
+		return v1.Descriptor{}, "", fmt.Errorf("%s has no layer of media type %s", ref.TagStr(), HelmChartMediaType)
 	}
 	if layer.Digest.Algorithm != "sha256" {
-		return v1.Descriptor{}, fmt.Errorf("%s's chart layer is named by %s, not sha256", ref.TagStr(), layer.Digest.Algorithm)
+		return v1.Descriptor{}, "", fmt.Errorf("%s's chart layer is named by %s, not sha256", ref.TagStr(), layer.Digest.Algorithm)
 	}
 	f.mu.Lock()
-	f.indexes[key] = cachedIndex{layer: *layer, at: now}
+	f.indexes[key] = cachedIndex{layer: *layer, manifest: desc.Digest.String(), at: now}
 	f.mu.Unlock()
-	return *layer, nil
+	return *layer, desc.Digest.String(), nil
 }
 
 // remoteOptions talk to a registry through the Fetcher's client with

@@ -29,6 +29,11 @@ type Archive struct {
 	// File is where the archive lies on the caller's disk, read through
 	// Files.Archive (never a repository path).
 	File string
+	// Origin is where it was read, for its signature: the archive's URL in
+	// an HTTP repository (its provenance file is beside it), or
+	// REGISTRY/REPOSITORY@sha256:<manifest digest> in an OCI registry. It
+	// is not part of Key: it does not change what renders.
+	Origin string `json:",omitempty"`
 }
 
 // fileName is the name `helm dependency build` gives the archive in charts/.
