@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/source/chartrepo"
 	"gitsync.dev/gitsync/source/git"
 	"gitsync.dev/gitsync/source/helm"
@@ -40,13 +41,9 @@ func (r *GitSyncReconciler) chartRevision(ctx context.Context, gs *v1.GitSync, s
 	if spec.Ref.Semver != "" {
 		need.Version = spec.Ref.Semver
 	}
-	var acc chartrepo.Access
-	creds, err := sourceCredentials(ctx, gs, view)
+	acc, err := sourceChartAccess(ctx, gs, view)
 	if err != nil {
 		return src, git.Revision{}, err
-	}
-	if creds != nil {
-		acc.Repositories = []chartrepo.Repository{*creds}
 	}
 	start := r.clock.Now()
 	archives, err := r.opts.Charts.Resolve(chartrepo.FreshAfter(ctx, notBefore), []helm.Need{need}, acc)
@@ -64,4 +61,37 @@ func (r *GitSyncReconciler) chartRevision(ctx context.Context, gs *v1.GitSync, s
 	st.resolved(gs, src, rev, now)
 	st.setArtifact(&artifactSource{chart: &a})
 	return src, rev, nil
+}
+
+// sourceChartAccess reads a chart source's credentials and trusted keys
+// through the tenant view (prepare.SourceChartAccess).
+func sourceChartAccess(ctx context.Context, gs *v1.GitSync, view *tenant.View) (chartrepo.Access, error) {
+	acc, err := prepare.SourceChartAccess(ctx, gs, secretData(view))
+	if err != nil {
+		return acc, classifyPrepare(err, v1.ReasonVerificationFailed)
+	}
+	return acc, nil
+}
+
+// chartSourceVerified checks the chart of an http(s):// chart source
+// against spec.source.verify's keys (mode Provenance), read in this sync:
+// a key removed from the Secret stops the chart at the next sync, and a
+// remembered verdict costs no request while nothing changed.
+func (r *GitSyncReconciler) chartSourceVerified(ctx context.Context, gs *v1.GitSync, st *syncState, view *tenant.View) (string, error) {
+	a := st.artifact()
+	if a == nil || a.chart == nil {
+		return "", retry(v1.ReasonFetchFailed, errors.New("chart not resolved yet"))
+	}
+	acc, err := sourceChartAccess(ctx, gs, view)
+	if err != nil {
+		return "", err
+	}
+	signer, err := r.opts.Charts.Verify(ctx, strings.TrimSuffix(gs.Spec.Source.URL, "/"), *a.chart, acc)
+	if err != nil {
+		return "", classifyFetch(err)
+	}
+	if signer == "" { // never expected: the Trust is of this very URL
+		return "", stalled(v1.ReasonVerificationFailed, errors.New("the chart was not verified"))
+	}
+	return signer, nil
 }

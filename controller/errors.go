@@ -60,9 +60,12 @@ func classifyFetch(err error) error {
 	var ae *chartrepo.AuthError
 	var tl *chartrepo.TooLargeError
 	var alias *chartrepo.AliasError
+	var unverified *chartrepo.UnverifiedError
 	switch {
 	case errors.As(err, &se):
 		return err // classified already
+	case errors.As(err, &unverified):
+		return stalled(v1.ReasonVerificationFailed, err)
 	case errors.As(err, &ae) && ae.Anonymous:
 		// Retried, not Stalled: the Secret may be added at any moment.
 		return retry(v1.ReasonAuthenticationRequired, err)

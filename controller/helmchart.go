@@ -56,3 +56,30 @@ func helmChartOf(st *syncState, rev git.Revision) (*helm.Archive, error) {
 	}
 	return a.chart, nil
 }
+
+// helmChartVerified checks rev's spec.helm.chart against the keys its
+// repository entry trusts (spec.helm.repositories[].verify), read in this
+// sync, so a key removed from the Secret stops the chart at once and not
+// at the next resolve; a verdict is remembered, so this costs no request
+// while nothing changed. It returns signer with the chart's signer added.
+func (r *GitSyncReconciler) helmChartVerified(ctx context.Context, gs *v1.GitSync, st *syncState, rev git.Revision, charts chartrepo.Access, signer string) (string, error) {
+	need, ok := prepare.HelmChart(gs)
+	if !ok || rev.Chart == "" || len(charts.Trust) == 0 {
+		return signer, nil
+	}
+	a, err := helmChartOf(st, rev)
+	if err != nil {
+		return signer, err
+	}
+	s, err := r.opts.Charts.Verify(ctx, need.Repository, *a, charts)
+	if err != nil {
+		return signer, classifyFetch(err)
+	}
+	switch {
+	case s == "":
+		return signer, nil
+	case signer == "":
+		return s, nil
+	}
+	return signer + "; " + s, nil
+}

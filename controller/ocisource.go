@@ -167,6 +167,9 @@ func (r *GitSyncReconciler) artifactVerified(ctx context.Context, gs *v1.GitSync
 	if spec == nil {
 		return "", nil
 	}
+	if spec.Mode == v1.VerifyProvenance {
+		return r.chartSourceVerified(ctx, gs, st, view)
+	}
 	origin := fmt.Sprintf("Secret/%s/%s (spec.source.verify.secretRef)", gs.Namespace, spec.SecretRef.Name)
 	if spec.Mode != v1.VerifyCosign {
 		return "", stalled(v1.ReasonInvalidSpec, fmt.Errorf("an oci:// source verifies with spec.source.verify.mode Cosign, not %s", spec.Mode))

@@ -119,6 +119,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
+	if out.signer, err = r.helmChartVerified(ctx, gs, st, rev, charts, out.signer); err != nil {
+		out.err = err
+		return out
+	}
 	rendered, err := r.render(ctx, gs, st, tgt, src, rev, charts)
 	if err != nil {
 		out.err = err

@@ -15,8 +15,8 @@ import (
 type ReadSecret func(ctx context.Context, name, field string) (map[string][]byte, error)
 
 // ChartAccess reads the credentials of gs's chart repositories
-// (spec.helm.repositories), in order, and the names they are given as
-// aliases. A Secret that cannot be read is a *ReadError; one without the
+// (spec.helm.repositories), in order, the names they are given as
+// aliases, and the keys their charts must be signed with. A Secret that cannot be read is a *ReadError; one without the
 // keys of its repository's kind a *SpecError. The agent and `diff
 // --gitsync` read them through here alike.
 func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrepo.Access, error) {
@@ -30,6 +30,13 @@ func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrep
 				acc.Aliases = map[string]string{}
 			}
 			acc.Aliases[repo.Name] = repo.URL
+		}
+		if repo.Verify != nil {
+			t, err := chartTrust(ctx, gs, read, repo.URL, string(repo.Verify.Mode), repo.Verify.SecretRef.Name, fmt.Sprintf("spec.helm.repositories[%d].verify.secretRef", i))
+			if err != nil {
+				return acc, err
+			}
+			acc.Trust = append(acc.Trust, t)
 		}
 		if repo.SecretRef == nil {
 			continue
@@ -47,6 +54,21 @@ func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrep
 		acc.Repositories = append(acc.Repositories, r)
 	}
 	return acc, nil
+}
+
+// chartTrust reads the keys of a repository's verification Secret (name,
+// which field names); errors are as ChartAccess's.
+func chartTrust(ctx context.Context, gs *v1.GitSync, read ReadSecret, url, mode, name, field string) (chartrepo.Trust, error) {
+	subject := fmt.Sprintf("Secret/%s/%s", gs.Namespace, name)
+	data, err := read(ctx, name, field)
+	if err != nil {
+		return chartrepo.Trust{}, &ReadError{Subject: subject, Field: field, Err: err}
+	}
+	t, err := chartrepo.NewTrust(url, mode, subject+" ("+field+")", data)
+	if err != nil {
+		return t, &SpecError{Field: field, Err: err}
+	}
+	return t, nil
 }
 
 // SourceCredentials reads the registry or chart repository credentials of
@@ -70,4 +92,28 @@ func SourceCredentials(ctx context.Context, gs *v1.GitSync, read ReadSecret) (*c
 		return nil, &SpecError{Field: field, Err: err}
 	}
 	return &r, nil
+}
+
+// SourceChartAccess is what a chart source (spec.source.chart) is read
+// with: spec.source.secretRef's credentials and, for verify.mode
+// Provenance, the OpenPGP keys of spec.source.verify.secretRef. Errors are
+// as ChartAccess's. The agent's resolve and verification read it here.
+func SourceChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrepo.Access, error) {
+	var acc chartrepo.Access
+	creds, err := SourceCredentials(ctx, gs, read)
+	if err != nil {
+		return acc, err
+	}
+	if creds != nil {
+		acc.Repositories = []chartrepo.Repository{*creds}
+	}
+	if v := gs.Spec.Source.Verify; v != nil && v.Mode == v1.VerifyProvenance {
+		url := strings.TrimSuffix(gs.Spec.Source.URL, "/")
+		t, err := chartTrust(ctx, gs, read, url, string(v.Mode), v.SecretRef.Name, "spec.source.verify.secretRef")
+		if err != nil {
+			return acc, err
+		}
+		acc.Trust = []chartrepo.Trust{t}
+	}
+	return acc, nil
 }

@@ -123,7 +123,29 @@ func TestCRDValidation(t *testing.T) {
 		}, wantErr: "an oci:// source verifies with verify.mode Cosign"},
 		{name: "Git verified with cosign", mutate: func(g *v1.GitSync) {
 			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "keys"}}
-		}, wantErr: "only an oci:// source does"},
+		}, wantErr: "and Git with HEAD, Tag or TagAndHEAD"},
+		{name: "chart of a Helm repository verified by provenance", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Semver: "6.x"},
+				Verify: &v1.GitVerification{Mode: v1.VerifyProvenance, SecretRef: v1.LocalObjectReference{Name: "keys"}}}
+		}},
+		{name: "chart of a Helm repository verified with cosign", mutate: func(g *v1.GitSync) {
+			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Semver: "6.x"},
+				Verify: &v1.GitVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "keys"}}}
+		}, wantErr: "a chart of an http(s):// repository with Provenance"},
+		{name: "Git verified by provenance", mutate: func(g *v1.GitSync) {
+			g.Spec.Source.Verify = &v1.GitVerification{Mode: v1.VerifyProvenance, SecretRef: v1.LocalObjectReference{Name: "keys"}}
+		}, wantErr: "and Git with HEAD, Tag or TagAndHEAD"},
+		{name: "chart repositories verified", mutate: func(g *v1.GitSync) {
+			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{
+				{URL: "https://charts.example.com", Verify: &v1.ChartVerification{Mode: v1.VerifyProvenance, SecretRef: v1.LocalObjectReference{Name: "keys"}}},
+				{URL: "oci://ghcr.io/org", Verify: &v1.ChartVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "keys"}}},
+			}}
+		}},
+		{name: "oci chart repository verified by provenance", mutate: func(g *v1.GitSync) {
+			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{
+				{URL: "oci://ghcr.io/org", Verify: &v1.ChartVerification{Mode: v1.VerifyProvenance, SecretRef: v1.LocalObjectReference{Name: "keys"}}},
+			}}
+		}, wantErr: "charts of an oci:// registry verify with verify.mode Cosign"},
 		{name: "chart of a Helm repository", mutate: func(g *v1.GitSync) {
 			g.Spec.Source = v1.GitSource{URL: "https://charts.example.com", Chart: "podinfo", Ref: v1.GitRef{Semver: "6.x"}}
 		}},
@@ -154,7 +176,7 @@ func TestCRDValidation(t *testing.T) {
 		}},
 		{name: "chart repository entry naming nothing", mutate: func(g *v1.GitSync) {
 			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{{URL: "https://charts.example.com"}}}
-		}, wantErr: "a repository entry names the repository (name), its credentials (secretRef) or both"},
+		}, wantErr: "a repository entry names the repository (name), its credentials (secretRef), the keys its charts are signed with (verify), or several"},
 		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
 	}
 	for _, tt := range tests {

@@ -395,7 +395,8 @@ type HelmChartRef struct {
 // HelmRepository names the credentials of one chart repository, or the
 // name its dependencies give it, or both.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.secretRef)",message="a repository entry names the repository (name), its credentials (secretRef) or both"
+// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.secretRef) || has(self.verify)",message="a repository entry names the repository (name), its credentials (secretRef), the keys its charts are signed with (verify), or several"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || ((self.verify.mode == 'Cosign') == self.url.startsWith('oci://'))",message="charts of an oci:// registry verify with verify.mode Cosign, those of an http(s):// repository with Provenance"
 type HelmRepository struct {
 	// Name is what Chart.yaml dependencies call the repository instead of
 	// its URL: "@NAME" or "alias:NAME".
@@ -417,6 +418,32 @@ type HelmRepository struct {
 	// anonymously.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Verify, when set, renders a chart of this repository (a Chart.yaml
+	// dependency or spec.helm.chart) only when it is signed by a key of
+	// the named Secret: an http(s):// repository's chart by its Helm
+	// provenance file (mode Provenance: the archive's URL + ".prov", as
+	// `helm package --sign` writes it, against the armored OpenPGP keys of
+	// every data key ending ".asc"), an oci:// chart by a cosign signature
+	// of its manifest (mode Cosign, against the PEM public keys of every
+	// data key ending ".pub"). An oci:// URL covers the charts under its
+	// path. A chart that is unsigned, signed by another key or whose
+	// signature does not match is Stalled VerificationFailed: nothing is
+	// rendered, applied or pruned.
+	// +optional
+	Verify *ChartVerification `json:"verify,omitempty"`
+}
+
+// ChartVerification names the keys the charts of a repository must be
+// signed with.
+type ChartVerification struct {
+	// Mode is how a chart is signed: Provenance (a Helm provenance file,
+	// http(s):// repositories) or Cosign (oci:// registries).
+	// +kubebuilder:validation:Enum=Provenance;Cosign
+	Mode VerificationMode `json:"mode"`
+	// SecretRef names a Secret in the GitSync's namespace holding the
+	// trusted public keys.
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // DependencyReference names another GitSync.
@@ -532,11 +559,10 @@ type CommitStatusSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.mode) || self.verify.mode == 'HEAD' || self.verify.mode == 'Cosign' || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="verify.mode Tag and TagAndHEAD need ref.tag or ref.semver"
 // +kubebuilder:validation:XValidation:rule="!self.url.startsWith('oci://') || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver) || has(self.ref.digest)))",message="an oci:// source follows ref.tag, ref.semver or ref.digest (branches and commits are Git's)"
 // +kubebuilder:validation:XValidation:rule="self.url.startsWith('oci://') || !has(self.ref) || !has(self.ref.digest)",message="ref.digest is for an oci:// source; a Git source pins ref.commit"
-// +kubebuilder:validation:XValidation:rule="!has(self.verify) || ((has(self.verify.mode) && self.verify.mode == 'Cosign') == self.url.startsWith('oci://'))",message="an oci:// source verifies with verify.mode Cosign, and only an oci:// source does (HEAD, Tag and TagAndHEAD verify Git)"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || (self.url.startsWith('oci://') ? (has(self.verify.mode) && self.verify.mode == 'Cosign') : (has(self.chart) ? (has(self.verify.mode) && self.verify.mode == 'Provenance') : (!has(self.verify.mode) || (self.verify.mode != 'Cosign' && self.verify.mode != 'Provenance'))))",message="an oci:// source verifies with verify.mode Cosign, a chart of an http(s):// repository with Provenance, and Git with HEAD, Tag or TagAndHEAD"
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || self.url.startsWith('https://') || self.url.startsWith('http://') || self.url.startsWith('oci://')",message="a chart source's url is a Helm repository (https://) or an OCI registry path (oci://)"
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || (has(self.ref) && (has(self.ref.tag) || has(self.ref.semver)))",message="a chart source follows ref.tag (a version) or ref.semver (a range of versions)"
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.path) || size(self.path) == 0",message="a chart source renders the chart itself: path is for Git and artifact sources"
-// +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.verify) || self.url.startsWith('oci://')",message="a chart source is verified only from an oci:// registry (verify.mode Cosign); Helm provenance files are not checked yet"
 type GitSource struct {
 	// URL of the repository: https://, http://, ssh://, git@host:org/repo or
 	// file://; or oci://REGISTRY/REPOSITORY for an OCI artifact (the layout
@@ -586,7 +612,10 @@ type GitSource struct {
 	// Cosign, for an oci:// source) when the artifact's digest carries a
 	// cosign signature by one of its public keys. A revision that is
 	// unsigned, signed by another key or whose signature does not verify
-	// is Stalled VerificationFailed: nothing of it is applied or pruned.
+	// is Stalled VerificationFailed: nothing of it is applied or pruned. A
+	// chart source of an http(s):// repository verifies with mode
+	// Provenance: its Helm provenance file must be signed by an OpenPGP
+	// key of the Secret and name the archive's digest.
 	// +optional
 	Verify *GitVerification `json:"verify,omitempty"`
 }
@@ -595,8 +624,10 @@ type GitSource struct {
 type GitVerification struct {
 	// Mode says what must be signed: HEAD the commit, Tag the annotated tag
 	// that ref.tag or ref.semver resolved to, TagAndHEAD both; Cosign the
-	// digest of an oci:// source's artifact.
-	// +kubebuilder:validation:Enum=HEAD;Tag;TagAndHEAD;Cosign
+	// digest of an oci:// source's artifact (or chart); Provenance the
+	// chart of an http(s):// chart source, by its Helm provenance file
+	// (the archive's URL + ".prov", `helm package --sign`).
+	// +kubebuilder:validation:Enum=HEAD;Tag;TagAndHEAD;Cosign;Provenance
 	// +kubebuilder:default=HEAD
 	// +optional
 	Mode VerificationMode `json:"mode,omitempty"`
@@ -608,7 +639,8 @@ type GitVerification struct {
 	// ".pub" is one or more SSH public keys in authorized_keys format (the
 	// key's comment names its signer). For mode Cosign, every key ending
 	// ".pub" is one or more PEM public keys (cosign.pub, as `cosign
-	// generate-key-pair` writes it).
+	// generate-key-pair` writes it); for mode Provenance, every key ending
+	// ".asc" is one or more armored OpenPGP public keys.
 	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
@@ -624,6 +656,8 @@ const (
 	VerifyTagAndHEAD VerificationMode = "TagAndHEAD"
 	// VerifyCosign verifies an OCI artifact's cosign signature.
 	VerifyCosign VerificationMode = "Cosign"
+	// VerifyProvenance verifies a Helm chart's provenance file.
+	VerifyProvenance VerificationMode = "Provenance"
 )
 
 // GitRef selects exactly one of a branch, a tag, a semver range of tags, a
@@ -721,7 +755,8 @@ type GitSyncStatus struct {
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
 
 	// LastAppliedSigner names who signed LastAppliedRevision when
-	// spec.source.verify is set: for each object verified, the key's kind
+	// spec.source.verify (or, for spec.helm.chart, the verify of its
+	// repository's entry) is set: for each object verified, the key's kind
 	// and fingerprint and its identity (an OpenPGP user ID, an SSH
 	// principal), e.g. `commit: OpenPGP 1A2B… "Alice <alice@example.com>"`.
 	// +optional

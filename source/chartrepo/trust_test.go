@@ -181,7 +181,7 @@ func TestVerifyCosign(t *testing.T) {
 func TestNewTrustRefusesTheWrongKind(t *testing.T) {
 	for _, c := range []struct {
 		name, repo, mode, want string
-		data                  map[string][]byte
+		data                   map[string][]byte
 	}{
 		{"cosign over http", "https://charts.example.com", chartrepo.VerifyCosign, "not one", map[string][]byte{"cosign.pub": nil}},
 		{"provenance over oci", "oci://reg.example.com/charts", chartrepo.VerifyProvenance, "oci:// registry", map[string][]byte{"a.asc": nil}},
