@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/internal/chartrepotest"
 	"gitsync.dev/gitsync/internal/gittest"
+	"gitsync.dev/gitsync/internal/ocitest"
 )
 
 // TestChartSourceProvenance: a GitSync of a chart of a Helm HTTP
@@ -60,5 +63,96 @@ func TestChartSourceProvenance(t *testing.T) {
 	})
 	if cm, err := getCM(t, c, ns, "web-leaf"); err != nil || cm.Labels["chart"] != "leaf-1.2.0" {
 		t.Errorf("ConfigMap web-leaf after the signed 1.2.0: %v %v", cm.Labels, err)
+	}
+}
+
+// TestChartRepositoryCosign: charts of an OCI registry whose
+// spec.helm.repositories entry has verify.mode Cosign, as spec.helm.chart
+// and as a Chart.yaml dependency of a chart in Git, are Stalled
+// VerificationFailed and apply nothing while unsigned; once the real cosign
+// signed the chart's manifest both apply, the spec.helm.chart one naming
+// the key as its signer; when the Secret's key is replaced by another, both
+// are refused again at their next sync, without a new chart version.
+//
+// Checked: with helmChartVerified not called from sync, spec.helm.chart's
+// GitSync applies naming no signer and the test fails; before a refused
+// signature was kept out of the stalled-render memory, the umbrella stayed
+// refused after signing; before tenant.RefsOf listed verify.secretRef, the
+// Secret's change reconciled neither GitSync.
+func TestChartRepositoryCosign(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	reg := chartrepotest.NewRegistry(t)
+	digest := reg.Push(t, chartDir(t, "cache", "0.4.0"))
+	keys, otherKeys := t.TempDir(), t.TempDir()
+	ocitest.Cosign(t, keys, "generate-key-pair")
+	ocitest.Cosign(t, otherKeys, "generate-key-pair")
+	readPub := func(dir string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "chart-keys", Namespace: ns},
+		Data: map[string][]byte{"cosign.pub": readPub(keys)}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	verified := []v1.HelmRepository{{URL: reg.URL(), Verify: &v1.ChartVerification{Mode: v1.VerifyCosign, SecretRef: v1.LocalObjectReference{Name: "chart-keys"}}}}
+
+	r := newRepo(t)
+	r.commit(map[string]string{
+		"env/values.yaml": "greeting: from git\n",
+		"umbrella/Chart.yaml": "apiVersion: v2\nname: umbrella\nversion: 0.1.0\ndependencies:\n" +
+			"- name: cache\n  version: 0.4.0\n  repository: " + reg.URL() + "\n",
+	})
+	chart := newGitSync(ns, "chart", r.url(), func(g *v1.GitSync) {
+		g.Spec.Source.Path = "env"
+		g.Spec.Helm = &v1.HelmSpec{
+			Chart:        &v1.HelmChartRef{Repository: reg.URL(), Name: "cache", Version: "0.4.0"},
+			ValuesFiles:  []string{"env/values.yaml"},
+			Repositories: verified,
+		}
+	})
+	umbrella := newGitSync(ns, "umbrella", r.url(), func(g *v1.GitSync) {
+		g.Spec.Source.Path = "umbrella"
+		g.Spec.Helm = &v1.HelmSpec{Repositories: verified}
+	})
+	for _, gs := range []*v1.GitSync{chart, umbrella} {
+		if err := c.Create(ctx, gs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cms := map[*v1.GitSync]string{chart: "chart-cache", umbrella: "umbrella-cache"}
+	for gs, cm := range cms {
+		waitReason(t, c, client.ObjectKeyFromObject(gs), v1.ReasonVerificationFailed, "no cosign signature")
+		if _, err := getCM(t, c, ns, cm); err == nil {
+			t.Errorf("GitSync %s applied an unsigned chart (ConfigMap %s)", gs.Name, cm)
+		}
+	}
+
+	ocitest.Sign(t, keys, reg.Host()+"/charts/cache@"+digest)
+	for gs, cm := range cms {
+		key := client.ObjectKeyFromObject(gs)
+		request(t, c, key, "signed")
+		got := waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+		if _, err := getCM(t, c, ns, cm); err != nil {
+			t.Errorf("GitSync %s: ConfigMap %s of the signed chart: %v", gs.Name, cm, err)
+		}
+		if gs == chart && !strings.Contains(got.Status.LastAppliedSigner, "chart cache 0.4.0: cosign key SHA256:") {
+			t.Errorf("spec.helm.chart applied with signer %q, want the cosign key", got.Status.LastAppliedSigner)
+		}
+	}
+
+	secret.Data = map[string][]byte{"cosign.pub": readPub(otherKeys)}
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	for gs := range cms {
+		waitReason(t, c, client.ObjectKeyFromObject(gs), v1.ReasonVerificationFailed, "signed by none of the 1 keys")
 	}
 }

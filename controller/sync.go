@@ -263,9 +263,10 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 		// A failure of the remote (a pinned commit not pushed yet, refused
 		// credentials) is not remembered: it may pass at the next resolve.
 		// Of an artifact, only what its content is (too large, not a
-		// directory of files, not rendering) is.
+		// directory of files, not rendering) is. Nor is a chart refused
+		// by its signature: a signature or a key may be added at any time.
 		se := asSyncError(err, "")
-		if se.Stalled && git.Reason(err) == "" && (!rev.IsArtifact() || se.Reason == v1.ReasonRenderFailed) {
+		if se.Stalled && git.Reason(err) == "" && se.Reason != v1.ReasonVerificationFailed && (!rev.IsArtifact() || se.Reason == v1.ReasonRenderFailed) {
 			st.setStalled(gs.Generation, rev.ID(), err)
 		}
 		return nil, err

@@ -61,6 +61,9 @@ func RefsOf(gs *v1.GitSync) []Ref {
 			if repo.SecretRef != nil {
 				secret(repo.SecretRef.Name, fmt.Sprintf("spec.helm.repositories[%d].secretRef", i))
 			}
+			if repo.Verify != nil {
+				secret(repo.Verify.SecretRef.Name, fmt.Sprintf("spec.helm.repositories[%d].verify.secretRef", i))
+			}
 		}
 	}
 	return out

@@ -20,6 +20,10 @@ func TestRefsOf(t *testing.T) {
 		CommitStatus:   &v1.CommitStatusSpec{SecretRef: ref("token")},
 		SubstituteFrom: []v1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
 		Decryption:     &v1.DecryptionSpec{SecretRef: ref("age")},
+		Helm: &v1.HelmSpec{Repositories: []v1.HelmRepository{
+			{Name: "named"},
+			{SecretRef: &v1.LocalObjectReference{Name: "repo"}, Verify: &v1.ChartVerification{SecretRef: ref("chart-keys")}},
+		}},
 	}}
 	want := []tenant.Ref{
 		{Kind: "Secret", Name: "creds", Field: "spec.source.secretRef"},
@@ -29,6 +33,8 @@ func TestRefsOf(t *testing.T) {
 		{Kind: "Secret", Name: "token", Field: "spec.commitStatus.secretRef"},
 		{Kind: "ConfigMap", Name: "vars", Field: "spec.substituteFrom[0]"},
 		{Kind: "Secret", Name: "age", Field: "spec.decryption.secretRef"},
+		{Kind: "Secret", Name: "repo", Field: "spec.helm.repositories[1].secretRef"},
+		{Kind: "Secret", Name: "chart-keys", Field: "spec.helm.repositories[1].verify.secretRef"},
 	}
 	if diff := cmp.Diff(want, tenant.RefsOf(gs)); diff != "" {
 		t.Errorf("RefsOf (-want +got):\n%s", diff)
