@@ -303,13 +303,14 @@ func (p *gitSyncPreview) renderChart(ctx context.Context, user *connectedCluster
 	if err != nil {
 		return nil, err
 	}
-	creds, err := prepare.SourceCredentials(ctx, p.gs, p.userSecrets(user))
+	// The GitSync's credentials, after the user's own, and the keys its
+	// spec.source.verify trusts: a preview verifies what the agent would.
+	src, err := prepare.SourceChartAccess(ctx, p.gs, p.userSecrets(user))
 	if err != nil {
 		return nil, fmt.Errorf("%w; give the credentials in your Helm configuration instead", err)
 	}
-	if creds != nil {
-		acc.Repositories = append(acc.Repositories, *creds) // after the user's own
-	}
+	acc.Repositories = append(acc.Repositories, src.Repositories...)
+	acc.Trust = append(acc.Trust, src.Trust...)
 	f, err := chartrepo.New(chartrepo.Options{Dir: chartCacheDir(), MaxChartBytes: o.renderOptions().MaxFileBytes})
 	if err != nil {
 		return nil, err
