@@ -167,7 +167,10 @@ func (r *GitSyncReconciler) artifactVerified(ctx context.Context, gs *v1.GitSync
 	if spec == nil {
 		return "", nil
 	}
-	if spec.Mode == v1.VerifyProvenance {
+	if a := st.artifact(); spec.Mode == v1.VerifyProvenance || (a != nil && a.chart != nil) {
+		if spec.Mode != v1.VerifyProvenance { // the CRD refuses it; an older CRD may not
+			return "", stalled(v1.ReasonInvalidSpec, fmt.Errorf("a chart of an http(s):// repository verifies with spec.source.verify.mode Provenance, not %s", spec.Mode))
+		}
 		return r.chartSourceVerified(ctx, gs, st, view)
 	}
 	origin := fmt.Sprintf("Secret/%s/%s (spec.source.verify.secretRef)", gs.Namespace, spec.SecretRef.Name)
