@@ -16,8 +16,9 @@ type ReadSecret func(ctx context.Context, name, field string) (map[string][]byte
 
 // ChartAccess reads the credentials of gs's chart repositories
 // (spec.helm.repositories), in order, the names they are given as
-// aliases, and the keys their charts must be signed with. A Secret that cannot be read is a *ReadError; one without the
-// keys of its repository's kind a *SpecError. The agent and `diff
+// aliases, and the keys their charts must be signed with. A Secret that
+// cannot be read is a *ReadError; one without the keys of its repository's
+// kind (or of its verify mode) a *SpecError. The agent and `diff
 // --gitsync` read them through here alike.
 func ChartAccess(ctx context.Context, gs *v1.GitSync, read ReadSecret) (chartrepo.Access, error) {
 	var acc chartrepo.Access

@@ -173,10 +173,7 @@ func (f *Fetcher) chartLayer(ctx context.Context, ref name.Tag, base string, acc
 // remoteOptions talk to a registry through the Fetcher's client with
 // acc's credentials for repo.
 func (f *Fetcher) remoteOptions(ctx context.Context, repo string, acc Access) []remote.Option {
-	auth := authn.Anonymous
-	if r, ok := acc.forURL(repo); ok {
-		auth = authn.FromConfig(authn.AuthConfig{Username: r.Username, Password: r.Password})
-	}
+	auth := registryAuth(repo, acc)
 	return []remote.Option{
 		remote.WithContext(ctx),
 		// A chart's oci:// URL cannot say "no TLS": http is refused but to
@@ -187,6 +184,15 @@ func (f *Fetcher) remoteOptions(ctx context.Context, repo string, acc Access) []
 		remote.WithUserAgent("gitsync"),
 		remote.WithRetryStatusCodes(), // the caller's next reconcile retries
 	}
+}
+
+// registryAuth is what acc presents to repo's registry: its credentials,
+// else nothing.
+func registryAuth(repo string, acc Access) authn.Authenticator {
+	if r, ok := acc.forURL(repo); ok {
+		return authn.FromConfig(authn.AuthConfig{Username: r.Username, Password: r.Password})
+	}
+	return authn.Anonymous
 }
 
 // ociErr turns a registry's refusal into an *AuthError and keeps the rest.

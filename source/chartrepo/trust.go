@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"gitsync.dev/gitsync/source/helm"
@@ -184,11 +183,7 @@ func (f *Fetcher) verifyCosign(ctx context.Context, repo string, a helm.Archive,
 	if err != nil {
 		return "", fmt.Errorf("chart %s %s: the manifest it was read from is not known, so its signature cannot be found", a.Name, a.Version)
 	}
-	auth := authn.Anonymous
-	if r, ok := acc.forURL(repo); ok {
-		auth = authn.FromConfig(authn.AuthConfig{Username: r.Username, Password: r.Password})
-	}
-	c := oci.New(oci.Options{Transport: f.client.Transport, PlainLoopback: true, Auth: auth, UserAgent: "gitsync"})
+	c := oci.New(oci.Options{Transport: f.client.Transport, PlainLoopback: true, Auth: registryAuth(repo, acc), UserAgent: "gitsync"})
 	art := oci.Artifact{URL: oci.Scheme + ref.Context().Name()}
 	signer, err := c.Verify(ctx, art, oci.Revision{Digest: ref.DigestStr()}, t.cosign)
 	if err != nil {
