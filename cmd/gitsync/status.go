@@ -169,7 +169,7 @@ func (o *statusOptions) printTable(items []gitsyncv1.GitSync) error {
 		if gs.Status.LastAppliedSigner != "" {
 			msg += " (signed by " + gs.Status.LastAppliedSigner + ")"
 		}
-		row := strings.Join([]string{gs.Name, ready, shortRevision(gs.Status.LastAppliedRevision), since, oneLine(msg)}, "\t")
+		row := strings.Join([]string{gs.Name, ready, sourcegit.ShortRevision(gs.Status.LastAppliedRevision), since, oneLine(msg)}, "\t")
 		if o.AllNamespaces {
 			row = gs.Namespace + "\t" + row
 		}
@@ -200,7 +200,7 @@ func (o *statusOptions) printHistory(h []gitsyncv1.HistoryEntry) error {
 		if digest == "" {
 			digest = "<none>"
 		}
-		fmt.Fprintln(tw, strings.Join([]string{shortRevision(e.Revision), e.Outcome, o.age(e.Time), e.Duration.Duration.String(), digest}, "\t"))
+		fmt.Fprintln(tw, strings.Join([]string{sourcegit.ShortRevision(e.Revision), e.Outcome, o.age(e.Time), e.Duration.Duration.String(), digest}, "\t"))
 	}
 	return tw.Flush()
 }
@@ -215,27 +215,6 @@ func (o *statusOptions) age(t metav1.Time) string {
 		now = o.now
 	}
 	return duration.HumanDuration(now().Sub(t.Time)) + " ago"
-}
-
-// shortRevision abbreviates the commit of "main@sha1:<40 hex>", or the
-// digest of an artifact's "v1@sha256:<64 hex>", to 12 digits.
-func shortRevision(rev string) string {
-	if rev == "" {
-		return "<none>"
-	}
-	r, ok := sourcegit.ParseRevision(rev)
-	const digestPrefix = len("sha256:")
-	switch {
-	case !ok:
-		return rev
-	case len(r.Commit) > 12:
-		r.Commit = r.Commit[:12]
-	case len(r.Digest) > digestPrefix+12:
-		r.Digest = r.Digest[:digestPrefix+12]
-	default:
-		return rev
-	}
-	return r.String()
 }
 
 // oneLine folds a multi-line message into one table cell.

@@ -193,18 +193,3 @@ func TestStatus(t *testing.T) {
 		t.Errorf("empty namespace:\n%s", r)
 	}
 }
-
-func TestShortRevision(t *testing.T) {
-	commit := strings.Repeat("a", 40)
-	for in, want := range map[string]string{
-		"":                        "<none>",
-		"main@sha1:" + commit:     "main@sha1:aaaaaaaaaaaa",
-		"sha1:" + commit:          "sha1:aaaaaaaaaaaa",
-		"v1.2.0@sha1:0123":        "v1.2.0@sha1:0123",
-		"something-else-entirely": "something-else-entirely",
-	} {
-		if got := shortRevision(in); got != want {
-			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

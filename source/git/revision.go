@@ -121,3 +121,25 @@ func parseRevision(s string) (rev Revision, ok bool) {
 	}
 	return Revision{Ref: ref, Commit: commit}, true
 }
+
+// ShortRevision abbreviates the commit of "main@sha1:<40 hex>", or the
+// digest of an artifact's "v1@sha256:<64 hex>", to 12 digits, for tables
+// and pages; "<none>" for an empty revision, another text as it is.
+func ShortRevision(rev string) string {
+	if rev == "" {
+		return "<none>"
+	}
+	r, ok := ParseRevision(rev)
+	const digestPrefix = len("sha256:")
+	switch {
+	case !ok:
+		return rev
+	case len(r.Commit) > 12:
+		r.Commit = r.Commit[:12]
+	case len(r.Digest) > digestPrefix+12:
+		r.Digest = r.Digest[:digestPrefix+12]
+	default:
+		return rev
+	}
+	return r.String()
+}

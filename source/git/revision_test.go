@@ -1,6 +1,9 @@
 package git
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseRevision(t *testing.T) {
 	const sha = "0123456789abcdef0123456789abcdef01234567"
@@ -50,5 +53,20 @@ func TestRevisionIDNamesTheChart(t *testing.T) {
 	b := Revision{Commit: sha, Chart: "podinfo@6.5.1@sha256:bb"}
 	if a.ID() == b.ID() || a.ID() == (Revision{Commit: sha}).ID() {
 		t.Errorf("IDs %q, %q and %q: a chart of its own is content of its own", a.ID(), b.ID(), Revision{Commit: sha}.ID())
+	}
+}
+
+func TestShortRevision(t *testing.T) {
+	commit := strings.Repeat("a", 40)
+	for in, want := range map[string]string{
+		"":                        "<none>",
+		"main@sha1:" + commit:     "main@sha1:aaaaaaaaaaaa",
+		"sha1:" + commit:          "sha1:aaaaaaaaaaaa",
+		"v1.2.0@sha1:0123":        "v1.2.0@sha1:0123",
+		"something-else-entirely": "something-else-entirely",
+	} {
+		if got := ShortRevision(in); got != want {
+			t.Errorf("ShortRevision(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
