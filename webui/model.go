@@ -65,11 +65,11 @@ type Detail struct {
 	Summary
 	// Source is the repository, ref and path (or the artifact) it syncs.
 	Source, Ref, Path string
-	Signer           string
-	Conditions       []metav1.Condition
-	Objects          []Object
-	Events           []Event
-	History          []v1.HistoryEntry
+	Signer            string
+	Conditions        []metav1.Condition
+	Objects           []Object
+	Events            []Event
+	History           []v1.HistoryEntry
 }
 
 // Object is one object of a GitSync's inventory with its health.
