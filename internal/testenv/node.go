@@ -200,8 +200,7 @@ func (e *Env) startNode(ctx context.Context, opts Options) (err error) {
 		}
 		_ = os.Remove(filepath.Join(nodeLockDir, "state.json"))
 	}
-	n.dir = filepath.Join(e.dir, "node")
-	if err := os.MkdirAll(n.dir, 0o700); err != nil {
+	if n.dir, err = nodeDir(e.dir); err != nil {
 		return err
 	}
 	if n.saved, err = captureHostState(n.dir); err != nil {
@@ -588,4 +587,48 @@ func (e *Env) KillContainer(pod *corev1.Pod, container string) error {
 		return fmt.Errorf("no process of container %s (%s) of pod %s/%s found in the kubepods cgroups", container, id, pod.Namespace, pod.Name)
 	}
 	return nil
+}
+
+// nodeDir makes the folder the node keeps its state in: the control plane's,
+// unless a Unix socket cannot be renamed there. The kubelet binds each of its
+// sockets under a temporary name and renames it into place, and exits when
+// that fails; a machine whose temporary folder answers such a rename with
+// EXDEV gets a folder in /dev/shm instead (restoreHost removes either).
+func nodeDir(envDir string) (string, error) {
+	dir := filepath.Join(envDir, "node")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	probeErr := renameSocket(dir)
+	if probeErr == nil {
+		return dir, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "gitsync-node-")
+	if err != nil {
+		return "", fmt.Errorf("the node cannot keep sockets in %s (%v) and no folder in /dev/shm: %w", envDir, probeErr, err)
+	}
+	if err := renameSocket(shm); err != nil {
+		_ = os.RemoveAll(shm)
+		return "", fmt.Errorf("the node cannot keep sockets in %s (%v) nor in /dev/shm: %w", envDir, probeErr, err)
+	}
+	fmt.Fprintf(os.Stderr, "testenv: the node keeps its files in %s: %v\n", shm, probeErr)
+	return shm, nil
+}
+
+// renameSocket binds a Unix socket in dir and renames it, as the kubelet does.
+func renameSocket(dir string) error {
+	tmp, final := filepath.Join(dir, "probe.tmp"), filepath.Join(dir, "probe.sock")
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if err := os.Rename(tmp, final); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Remove(final)
 }
