@@ -47,11 +47,16 @@ image-push: image
 testbin:
 	@hack/tools/build.sh >/dev/null
 
-## test: build what is missing, then run every test against a real control plane
-test: testbin
+## browser: install Debian's chromium and chromium-driver if missing (the web view's test drives them)
+.PHONY: browser
+browser:
+	@hack/browser.sh
+
+## test: build what is missing, then run every test against a real control plane (and the web view in a real browser)
+test: testbin browser
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '$(RACE_PATTERN)')
+	GITSYNC_REQUIRE_BROWSER=1 $(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -E '$(RACE_PATTERN)')
 
 ## bench: run the benchmarks and rewrite the generated part of bench/RESULTS.md (~25 min on 2 cores; never part of make test)
 # BENCH_FLAGS reaches bench/cmd/report, e.g. BENCH_FLAGS='-scales 20x100 -commits 5 -note "reduced scale"'.

@@ -194,6 +194,7 @@ func TestActionsNeedThePagesToken(t *testing.T) {
 		{"wrong token", url.Values{"token": {"x" + token}}, nil},
 		{"other origin", url.Values{"token": {token}}, map[string]string{"Origin": "http://evil.example"}},
 		{"cross site", url.Values{"token": {token}}, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		{"opaque origin", url.Values{"token": {token}}, map[string]string{"Origin": "null"}},
 	}
 	for _, f := range forged {
 		if code := post("reconcile", f.form, f.hdr); code != http.StatusForbidden {

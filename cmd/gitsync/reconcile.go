@@ -85,11 +85,8 @@ func (o *reconcileOptions) Run(ctx context.Context) error {
 		return err
 	}
 	key := client.ObjectKeyFromObject(gs)
-	if gs.Spec.Suspend {
-		return withExitCode(exitError, fmt.Errorf("GitSync/%s/%s is suspended: run gitsync resume %s -n %s first", key.Namespace, key.Name, key.Name, key.Namespace))
-	}
-	token := o.now().UTC().Format(time.RFC3339Nano)
-	if err := annotate(ctx, tgt.Client, key, gitsyncv1.AnnotationRequestedAt, token); err != nil {
+	token, err := requestReconcile(ctx, tgt.Client, gs, o.now())
+	if err != nil {
 		return withExitCode(exitError, err)
 	}
 	fmt.Fprintf(o.Out, "GitSync/%s/%s reconcile requested\n", key.Namespace, key.Name)
@@ -112,6 +109,18 @@ func (o *reconcileOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "GitSync/%s/%s ready: %s\n", key.Namespace, key.Name, gs.Status.LastAppliedRevision)
 	return nil
+}
+
+// requestReconcile asks the agent to sync gs now: the annotation
+// gitsync.dev/requested-at set to now, which it returns. A suspended
+// GitSync is refused.
+func requestReconcile(ctx context.Context, c client.Client, gs *gitsyncv1.GitSync, now time.Time) (string, error) {
+	key := client.ObjectKeyFromObject(gs)
+	if gs.Spec.Suspend {
+		return "", fmt.Errorf("GitSync/%s/%s is suspended: run gitsync resume %s -n %s first", key.Namespace, key.Name, key.Name, key.Namespace)
+	}
+	token := now.UTC().Format(time.RFC3339Nano)
+	return token, annotate(ctx, c, key, gitsyncv1.AnnotationRequestedAt, token)
 }
 
 // annotate sets one annotation with a merge patch (nothing else changes,

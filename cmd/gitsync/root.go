@@ -38,6 +38,7 @@ gitsync diff, gitsync apply, gitsync status).`,
 	cmd.AddCommand(newResumeCmd(kube))
 	cmd.AddCommand(newTreeCmd(kube))
 	cmd.AddCommand(newEventsCmd(kube))
+	cmd.AddCommand(newUICmd(kube))
 	cmd.AddCommand(newPushCmd())
 	registerKubeCompletions(cmd, kube)
 	cmd.AddCommand(newVersionCmd())

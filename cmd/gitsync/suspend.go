@@ -63,7 +63,7 @@ func (o *suspendOptions) Run(ctx context.Context) error {
 		return err
 	}
 	key := client.ObjectKeyFromObject(gs)
-	if err := patchGitSync(ctx, tgt.Client, key, fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend)); err != nil {
+	if err := setSuspend(ctx, tgt.Client, key, o.Suspend); err != nil {
 		return withExitCode(exitError, err)
 	}
 	verb := "resumed"
@@ -72,4 +72,9 @@ func (o *suspendOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "GitSync/%s/%s %s\n", key.Namespace, key.Name, verb)
 	return nil
+}
+
+// setSuspend sets (true) or clears spec.suspend.
+func setSuspend(ctx context.Context, c client.Client, key client.ObjectKey, suspend bool) error {
+	return patchGitSync(ctx, c, key, fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend))
 }

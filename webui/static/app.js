@@ -25,7 +25,9 @@
     var focused = document.activeElement && document.activeElement.id;
     var filter = document.getElementById("filter");
     var text = filter ? filter.value : "";
-    fetch(location.pathname + "?fragment=1", { headers: { "Accept": "text/html" }, cache: "no-store" })
+    // The same address (an action's notice stays), content only.
+    var url = location.pathname + (location.search ? location.search + "&" : "?") + "fragment=1";
+    fetch(url, { headers: { "Accept": "text/html" }, cache: "no-store" })
       .then(function (r) { return r.ok || r.status === 404 ? r.text() : Promise.reject(r.status); })
       .then(function (html) {
         main.innerHTML = html;
