@@ -213,7 +213,11 @@ func shot(t *testing.T, b *browsertest.Browser, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("..", "..", "docs", "images", "ui-"+name+".png"), data, 0o644); err != nil {
+	docs := filepath.Join("..", "..", "docs", "images")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(docs, "ui-"+name+".png"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -18,9 +18,9 @@
 
   // refresh fetches the page's content again and swaps it in, keeping the
   // focused element (by id) and the filter's text.
-  var busy = false, again = false;
+  var busy = false, again = null;
   function refresh(version) {
-    if (busy) { again = true; return; }
+    if (busy) { again = version; return; }
     busy = true;
     var focused = document.activeElement && document.activeElement.id;
     var filter = document.getElementById("filter");
@@ -40,7 +40,7 @@
       .catch(function () {})
       .finally(function () {
         busy = false;
-        if (again) { again = false; refresh(version); }
+        if (again !== null) { var next = again; again = null; refresh(next); }
       });
   }
 
