@@ -271,6 +271,9 @@ func (e *Env) startNodeControllers(ctx context.Context, opts Options) error {
 		"--controllers=*",
 		"--use-service-account-credentials=false",
 		"--root-ca-file="+filepath.Join(certDir, "apiserver-ca.crt"),
+		// Its FlexVolume prober would otherwise create and keep recreating
+		// /usr/libexec/kubernetes while the node's cleanup removes it.
+		"--flex-volume-plugin-dir="+filepath.Join(e.dir, "kcm-volume-plugins"),
 	)...)
 	if err != nil {
 		return err
