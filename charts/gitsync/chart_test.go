@@ -42,7 +42,8 @@ func TestLint(t *testing.T) {
 		{name: "bad namespace", args: []string{"--set", "rbac.gitSyncNamespaces={Not_A_Namespace}"}, wantErr: "gitSyncNamespaces"},
 		{name: "gitsync without source", args: []string{"--set", "gitSyncs[0].name=x,gitSyncs[0].spec.interval=5m"}, wantErr: "source"},
 		{name: "opt-ins strict", args: []string{"--strict", "--set", "networkPolicy.enabled=true,networkPolicy.apiServer.cidrs={10.0.0.1/32}," +
-			"ingress.enabled=true,metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true,metrics.prometheusRule.enabled=true"}},
+			"ingress.enabled=true,metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true,metrics.prometheusRule.enabled=true," +
+			"metrics.grafanaDashboard.enabled=true"}},
 		{name: "bad cidr", args: []string{"--set", "networkPolicy.git.cidrs={github.com}"}, wantErr: "cidrs"},
 		{name: "bad alert duration", args: []string{"--set", "metrics.prometheusRule.notReadyFor=ten"}, wantErr: "notReadyFor"},
 		{name: "crds unknown key", args: []string{"--set", "crds.keep=false"}, wantErr: "keep"},

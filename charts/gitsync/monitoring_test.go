@@ -1,6 +1,8 @@
 package chart_test
 
 import (
+	"encoding/json"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"gitsync.dev/gitsync/metrics"
 )
@@ -59,7 +62,7 @@ func TestMonitoringTemplates(t *testing.T) {
 		if a["for"] != wantFor {
 			t.Errorf("alert %s for: %v, want %s", name, a["for"], wantFor)
 		}
-		checkExpr(t, name, a["expr"].(string), registered)
+		checkExpr(t, "alert "+name, a["expr"].(string), registered)
 	}
 }
 
@@ -87,13 +90,14 @@ var (
 	byRE      = regexp.MustCompile(`by \(([^)]*)\)`)
 )
 
-// checkExpr fails unless every gitsync metric in expr is one the agent
-// registers and every label the expression names is one of its labels.
-func checkExpr(t *testing.T, alert, expr string, registered map[string][]string) {
+// checkExpr fails unless every gitsync metric in expr (of what: an alert or
+// a panel) is one the agent registers and every label the expression names
+// is one of its labels.
+func checkExpr(t *testing.T, what, expr string, registered map[string][]string) {
 	t.Helper()
 	names := metricRE.FindAllString(expr, -1)
 	if len(names) == 0 {
-		t.Errorf("alert %s: no gitsync metric in %q", alert, expr)
+		t.Errorf("%s: no gitsync metric in %q", what, expr)
 	}
 	var labels []string
 	for _, m := range matcherRE.FindAllStringSubmatch(expr, -1) {
@@ -106,13 +110,21 @@ func checkExpr(t *testing.T, alert, expr string, registered map[string][]string)
 	}
 	for _, n := range names {
 		have, ok := registered[n]
+		// A histogram's series: its buckets add the label le.
+		for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+			if base, cut := strings.CutSuffix(n, suffix); !ok && cut {
+				if have, ok = registered[base]; ok && suffix == "_bucket" {
+					have = append(slices.Clone(have), "le")
+				}
+			}
+		}
 		if !ok {
-			t.Errorf("alert %s uses %s, which the agent does not register", alert, n)
+			t.Errorf("%s uses %s, which the agent does not register", what, n)
 			continue
 		}
 		for _, l := range labels {
 			if !slices.Contains(have, l) {
-				t.Errorf("alert %s uses label %s of %s, which has only %v", alert, l, n, have)
+				t.Errorf("%s uses label %s of %s, which has only %v", what, l, n, have)
 			}
 		}
 	}
@@ -124,6 +136,9 @@ func agentMetrics(t *testing.T) map[string][]string {
 	t.Helper()
 	reg := &recorder{}
 	if _, err := metrics.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := metrics.CountAPIRequests(&rest.Config{}, reg); err != nil {
 		t.Fatal(err)
 	}
 	descs := make(chan *prometheus.Desc, 100)
@@ -165,3 +180,86 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 }
 
 func (r *recorder) Unregister(prometheus.Collector) bool { return false }
+
+// TestGrafanaDashboard renders the opt-in dashboard and checks it is a
+// dashboard Grafana's sidecar loads (a labelled ConfigMap of one JSON file)
+// whose every query asks for metrics and labels the agent really registers,
+// and that it is off by default.
+func TestGrafanaDashboard(t *testing.T) {
+	const ns = "gitsync-system"
+	if slices.ContainsFunc(template(t, "gs", ns), func(o *unstructured.Unstructured) bool { return o.GetName() == "gs-gitsync-dashboard" }) {
+		t.Error("the dashboard is rendered by default; it is opt-in")
+	}
+	objs := template(t, "gs", ns, "--set", "metrics.grafanaDashboard.enabled=true,metrics.grafanaDashboard.namespace=monitoring")
+	cm := find(t, objs, "ConfigMap", "monitoring", "gs-gitsync-dashboard")
+	if cm.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("labels %v: want grafana_dashboard=1, the sidecar's default", cm.GetLabels())
+	}
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	if len(data) != 1 || data["gitsync.json"] == "" {
+		t.Fatalf("data keys %v: want gitsync.json alone", slices.Collect(maps.Keys(data)))
+	}
+	var dash struct {
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			ID         int    `json:"id"`
+			Type       string `json:"type"`
+			Title      string `json:"title"`
+			Datasource *struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+			GridPos struct{ W, H int } `json:"gridPos"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(data["gitsync.json"]), &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	if dash.UID == "" {
+		t.Error("no uid: each sidecar reload would make a new dashboard")
+	}
+	vars := map[string]bool{}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = true
+	}
+	for _, v := range []string{"datasource", "namespace", "name"} {
+		if !vars[v] {
+			t.Errorf("no variable %s", v)
+		}
+	}
+	registered := agentMetrics(t)
+	ids, queries := map[int]bool{}, 0
+	for _, p := range dash.Panels {
+		if ids[p.ID] {
+			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
+		}
+		ids[p.ID] = true
+		if p.GridPos.W == 0 || p.GridPos.H == 0 {
+			t.Errorf("panel %q has no size", p.Title)
+		}
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q does not use the datasource variable", p.Title)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			queries++
+			checkExpr(t, "panel "+p.Title, q.Expr, registered)
+		}
+	}
+	if queries < 10 {
+		t.Errorf("%d queries: the dashboard lost its panels", queries)
+	}
+}
