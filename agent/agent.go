@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"gitsync.dev/gitsync/tracing"
+
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,6 +77,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Agent, error) {
 	}
 	mgr, err := newManager(cfg, scheme, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := addTracing(ctx, mgr, &opts); err != nil {
 		return nil, err
 	}
 	rec, m, err := newReconciler(ctx, mgr, opts)
@@ -217,6 +222,26 @@ func newReconciler(ctx context.Context, mgr manager.Manager, opts Options) (*con
 	ropts.AgentNamespace, ropts.AgentServiceAccount = identity(ctx, mgr.GetConfig(), ropts.AgentNamespace, ropts.AgentServiceAccount)
 	rec, err := controller.New(mgr, ropts)
 	return rec, m, err
+}
+
+// addTracing makes the tracer provider opts.Tracing asks for the
+// reconciler's, and has the manager send what it holds when the agent stops.
+func addTracing(ctx context.Context, mgr manager.Manager, opts *Options) error {
+	if opts.Tracing.Endpoint == "" {
+		return nil
+	}
+	tp, shutdown, err := tracing.Provider(ctx, opts.Tracing)
+	if err != nil {
+		return err
+	}
+	opts.Reconciler.Tracer = tp
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = shutdown(flush) // the collector may be gone; syncs are not traced for it
+		return nil
+	}))
 }
 
 // inProcess renders in the agent's own process.

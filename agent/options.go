@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 
+	"gitsync.dev/gitsync/tracing"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -92,6 +94,9 @@ type Options struct {
 	// SkipNameValidation lets several agents run in one process (tests):
 	// controller-runtime refuses a second controller of the same name.
 	SkipNameValidation bool
+	// Tracing says where traces of the syncs go (OTLP/HTTP); no endpoint:
+	// none are made.
+	Tracing tracing.Options
 }
 
 // Renderer renders one path of a checkout; *sandbox.Sandbox is one.

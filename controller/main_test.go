@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gitsync.dev/gitsync/tracing"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -159,6 +161,8 @@ type agentOptions struct {
 	webhookLookup *controller.WebhookLookupOptions
 	// healthRules are the operator's --health-rules.
 	healthRules []rules.Rule
+	// tracing is the operator's --otlp-endpoint (and a test's batch timeout).
+	tracing tracing.Options
 }
 
 // startAgent starts the agent `gitsync run` starts (agent.New), for the
@@ -188,6 +192,7 @@ func startAgent(t *testing.T, o agentOptions) *agent {
 	}
 	opts.SkipNameValidation = true // one agent per test, in one process
 	opts.SetMemoryLimit = false    // the test binary's, not an agent's
+	opts.Tracing = o.tracing
 	r := &opts.Reconciler
 	r.FinalizeTimeout = time.Minute
 	r.Egress.Policy.Allow, r.Egress.Dial, r.Egress.Resolver = o.allowNetworks, o.dial, o.resolver

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/health/rules"
 	"gitsync.dev/gitsync/internal/egress"
@@ -93,6 +96,9 @@ type Options struct {
 	CommitStatusTimeout time.Duration
 	// Metrics, when set, receives reconcile, apply and prune counts.
 	Metrics *metrics.Metrics
+	// Tracer, when set, receives a trace of each sync (package tracing);
+	// nil makes none.
+	Tracer trace.TracerProvider
 	// QPS and Burst are the client-side request budget of all GitSyncs
 	// writing to one cluster together (applies, dry-runs, prunes): one
 	// token bucket per cluster, so the agent's request rate does not grow
@@ -146,6 +152,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("controller options invalid: HealthRules: %w", err)
 	}
 	def := DefaultOptions()
+	if o.Tracer == nil {
+		o.Tracer = noop.NewTracerProvider()
+	}
 	if o.Apply.FieldManager == "" {
 		o.Apply = def.Apply
 	}

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"gitsync.dev/gitsync/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -41,11 +44,13 @@ import (
 // repeating work (never to decide what the cluster should look like), and
 // writes status only when it changed.
 type GitSyncReconciler struct {
-	client     client.Client
-	apiReader  client.Reader
-	recorder   events.EventRecorder
-	opts       Options
-	clock      clock.Clock
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	opts      Options
+	clock     clock.Clock
+	// tracer starts each sync's trace (Options.Tracer's).
+	tracer     trace.Tracer
 	targets    *cluster.Targets
 	backoff    *backoff
 	kinds      *livecache.Kinds // the kinds applied, watched for drift
@@ -101,6 +106,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		fair:       newFairShare(opts.MaxConcurrentReconciles, opts.NamespaceShare),
 		healthSets: rules.NewCache(maxHealthRuleSets),
 		verifier:   verify.NewVerifier(0),
+		tracer:     opts.Tracer.Tracer(tracing.Scope),
 	}
 	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})

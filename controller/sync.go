@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +27,7 @@ import (
 	"gitsync.dev/gitsync/source/oci"
 	"gitsync.dev/gitsync/source/render"
 	"gitsync.dev/gitsync/tenant"
+	"gitsync.dev/gitsync/tracing"
 )
 
 // outcome is what one sync did, for status, events and metrics.
@@ -91,6 +95,8 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	start := r.clock.Now()
 	out := &outcome{}
 	defer func() { out.took = r.clock.Since(start) }()
+	ctx, span := r.startSync(ctx, gs)
+	defer endSync(span, out) // after scrub: the span says what status will
 	// Every value the sync reads from a Secret, decrypts or substitutes is
 	// known to red, which masks it in the error status, Events and the log
 	// are made from.
@@ -104,7 +110,10 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
-	src, rev, err := r.revision(ctx, gs, st, view, refresh)
+	rctx, rspan := tracing.Start(ctx, "resolve", attribute.Bool("gitsync.refresh", refresh))
+	src, rev, err := r.revision(rctx, gs, st, view, refresh)
+	rspan.SetAttributes(attribute.String("gitsync.revision", rev.String()))
+	tracing.End(rspan, err)
 	if err != nil {
 		out.err = err
 		return out
@@ -123,7 +132,12 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
-	rendered, err := r.render(ctx, gs, st, tgt, src, rev, charts)
+	lctx, lspan := tracing.Start(ctx, "load")
+	rendered, err := r.render(lctx, gs, st, tgt, src, rev, charts)
+	if rendered != nil {
+		lspan.SetAttributes(attribute.Int("gitsync.objects", len(rendered.Objects)))
+	}
+	tracing.End(lspan, err)
 	if err != nil {
 		out.err = err
 		return out
@@ -187,12 +201,43 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		return out
 	}
 	if gs.Spec.Wait {
-		if out.waiting, out.recheck, out.err = r.judgeWait(ctx, gs, st, tgt, objs, res.Changes, rev, hr); out.waiting != "" || out.err != nil {
+		hctx, hspan := tracing.Start(ctx, "health")
+		out.waiting, out.recheck, out.err = r.judgeWait(hctx, gs, st, tgt, objs, res.Changes, rev, hr)
+		hspan.SetAttributes(attribute.Bool("gitsync.healthy", out.waiting == "" && out.err == nil))
+		tracing.End(hspan, out.err)
+		if out.waiting != "" || out.err != nil {
 			return out
 		}
 	}
 	out.applied = rev.String()
 	return out
+}
+
+// startSync starts the root span of one sync of gs, with the agent's
+// tracer provider: the trace of this reconcile.
+func (r *GitSyncReconciler) startSync(ctx context.Context, gs *v1.GitSync) (context.Context, trace.Span) {
+	return r.tracer.Start(ctx, "sync", trace.WithNewRoot(), trace.WithAttributes(
+		attribute.String("gitsync.namespace", gs.Namespace),
+		attribute.String("gitsync.name", gs.Name),
+		attribute.Int64("gitsync.generation", gs.Generation)))
+}
+
+// endSync ends a sync's span with its outcome, out's error already masked
+// by the sync's redactor (scrub), as the Ready condition will show it.
+func endSync(span trace.Span, out *outcome) {
+	span.SetAttributes(
+		attribute.String("gitsync.revision", out.attempted),
+		attribute.Bool("gitsync.applied", out.applied != ""),
+		attribute.Bool("gitsync.waiting", out.waiting != ""),
+		attribute.Int("gitsync.objects", len(out.objs)))
+	if out.changes != nil {
+		span.SetAttributes(attribute.String("gitsync.changes", out.changes.Summary()))
+	}
+	if se := out.syncErr(); se != nil {
+		span.SetAttributes(attribute.String("gitsync.reason", se.Reason))
+		span.SetStatus(codes.Error, clip(se.Error()))
+	}
+	span.End()
 }
 
 // judgeWait reads the health of the objects rev applied and says whether

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"gitsync.dev/gitsync/tracing"
+	"go.opentelemetry.io/otel/attribute"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/apply"
@@ -63,7 +66,12 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 		res.Inventory = old
 	}
 	crashpoint.Hit(crashpoint.BeforeApply)
-	cs, runErr := opts.Applier.ApplyWaves(ctx, desired, gate)
+	actx, aspan := tracing.Start(ctx, "apply", attribute.Int("gitsync.objects", len(desired)))
+	cs, runErr := opts.Applier.ApplyWaves(actx, desired, gate)
+	if cs != nil {
+		aspan.SetAttributes(attribute.String("gitsync.changes", cs.Summary()))
+	}
+	tracing.End(aspan, applyError(cs, runErr))
 	res.Changes = cs
 	applied := appliedInventory(desired, cs)
 	old = withoutUnapplied(old, stored, ids, cs)
@@ -90,7 +98,9 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 }
 
 // prune deletes what old has and applied does not and records what remains.
-func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options, res *Result, save func(*inventory.Inventory, error) (*Result, error)) (*Result, error) {
+func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options, res *Result, save func(*inventory.Inventory, error) (*Result, error)) (_ *Result, err error) {
+	ctx, span := tracing.Start(ctx, "prune")
+	defer func() { tracing.End(span, err) }()
 	popts := opts.PruneOptions
 	popts.SyncSucceeded = true
 	plan, err := inventory.Plan(ctx, opts.Client, old, applied, popts)
@@ -102,6 +112,7 @@ func prune(ctx context.Context, old, applied *inventory.Inventory, opts Options,
 		}
 		return save(keep, &PruneError{Err: err})
 	}
+	span.SetAttributes(attribute.Int("gitsync.deletions", len(plan.Deletions)))
 	done := func() {}
 	if opts.OnPrune != nil {
 		done = opts.OnPrune(len(plan.Deletions))

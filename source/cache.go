@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"gitsync.dev/gitsync/tracing"
+	"go.opentelemetry.io/otel/attribute"
+
 	"golang.org/x/sync/singleflight"
 
 	"gitsync.dev/gitsync/source/git"
@@ -222,7 +225,9 @@ func (c *Cache) lookup(key string, rev git.Revision, s render.Settings) (*Artifa
 // is cached.
 func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key string, s render.Settings, resolved bool) (*Artifact, error) {
 	f := c.opts.Fetcher
-	rev, err := f.Fetch(ctx, src, rev)
+	fctx, fspan := tracing.Start(ctx, "fetch")
+	rev, err := f.Fetch(fctx, src, rev)
+	tracing.End(fspan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +267,13 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 	if !hit {
 		// Only what the render reads: the path, or the path and the bases
 		// its kustomizations name, or everything.
-		if r, err = c.render(ctx, src, rev, path, in.Dirs, dir, s); err != nil {
+		rctx, rspan := tracing.Start(ctx, "render", attribute.String("gitsync.path", path))
+		r, err = c.render(rctx, src, rev, path, in.Dirs, dir, s)
+		if r != nil {
+			rspan.SetAttributes(attribute.Int("gitsync.objects", len(r.Objects)))
+		}
+		tracing.End(rspan, err)
+		if err != nil {
 			return nil, err
 		}
 		// A render that cannot be packed (it always can: it came from

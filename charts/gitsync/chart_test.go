@@ -46,6 +46,7 @@ func TestLint(t *testing.T) {
 			"metrics.grafanaDashboard.enabled=true"}},
 		{name: "bad cidr", args: []string{"--set", "networkPolicy.git.cidrs={github.com}"}, wantErr: "cidrs"},
 		{name: "bad alert duration", args: []string{"--set", "metrics.prometheusRule.notReadyFor=ten"}, wantErr: "notReadyFor"},
+		{name: "otlp endpoint with credentials", args: []string{"--set", "agent.otlpEndpoint=http://u:p@collector:4318"}, wantErr: "otlpEndpoint"},
 		{name: "crds unknown key", args: []string{"--set", "crds.keep=false"}, wantErr: "keep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,6 +207,7 @@ func TestInstallFullValues(t *testing.T) {
 		checkDeployment(t, &d, ns, []string{
 			"run", "--shards=auto", "--leader-elect=false", "--metrics-addr=:8080", "--health-addr=:8081",
 			"--webhook-addr=:9292", "--concurrent=8", "--cache-dir=/var/cache/gitsync", "--log-format=json", "-v",
+			"--otlp-endpoint=http://otel-collector.monitoring:4318",
 			"--shard=gitsync.dev/shard=blue", "--default-service-account=deployer",
 		})
 		if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {

@@ -100,6 +100,7 @@ as soon as a managed object changes, and reports status only when it changes.`,
 	fs.StringVar(&r.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each GitSync's own namespace, used for a GitSync that sets no spec.serviceAccountName: it must be allowed to get the Secrets and ConfigMaps the GitSync names, and it is impersonated for writes (except with spec.kubeConfig, whose identity is the kubeconfig's). Empty: such GitSyncs read and write with the agent's own rights.")
 	fs.StringVar(&r.AgentServiceAccount, "agent-service-account", "", "Name of the agent's own ServiceAccount (default: $GITSYNC_SERVICE_ACCOUNT, else asked of the apiserver).")
 	o.healthRules.AddFlags(fs, "the objects of every GitSync (a GitSync's own spec.healthChecks rule for the same kind wins); read at start")
+	fs.StringVar(&a.Tracing.Endpoint, "otlp-endpoint", "", "OTLP/HTTP collector to send a trace of each sync to (spans resolve, load, fetch, render, apply, prune, health), e.g. http://otel-collector.monitoring:4318; headers and CA from the standard OTEL_EXPORTER_OTLP_* variables. Empty: no traces.")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "Log format: json, console, or auto (console on a terminal, JSON otherwise).")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "Log at debug level.")
 	return cmd
@@ -129,6 +130,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
+	o.agent.Tracing.ServiceVersion = versionString()
 	a, err := agent.New(ctx, cfg, o.agent)
 	if err != nil {
 		return err
