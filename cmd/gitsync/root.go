@@ -37,6 +37,7 @@ gitsync diff, gitsync apply, gitsync status).`,
 	cmd.AddCommand(newSuspendCmd(kube))
 	cmd.AddCommand(newResumeCmd(kube))
 	cmd.AddCommand(newTreeCmd(kube))
+	cmd.AddCommand(newTraceCmd(kube))
 	cmd.AddCommand(newEventsCmd(kube))
 	cmd.AddCommand(newUICmd(kube))
 	cmd.AddCommand(newPushCmd())

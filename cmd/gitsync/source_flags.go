@@ -51,6 +51,9 @@ type sourceOptions struct {
 	// CosignKeys are files of public keys; with any, an oci:// URL is read
 	// only when one of them verifies its cosign signature.
 	CosignKeys []string
+	// Origins has the render say where each object is defined
+	// (renderedSource.Origins), for gitsync trace.
+	Origins bool
 }
 
 // Environment variables holding Git credentials for --url.
@@ -83,6 +86,7 @@ func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
 func (o *sourceOptions) renderOptions() sourcerender.Options {
 	ropts := sourcerender.DefaultOptions()
 	ropts.MaxObjects = o.MaxObjects
+	ropts.Origins = o.Origins
 	return ropts
 }
 
@@ -209,6 +213,9 @@ type renderedSource struct {
 	// Ignore are the fields left alone: --ignore-field, or the GitSync's
 	// spec.drift.ignore.
 	Ignore drift.Rules
+	// Origins, with sourceOptions.Origins, say where each of Objects (by
+	// index) is defined.
+	Origins []string
 }
 
 // Render reads the source and renders it with the engine's renderer.
@@ -248,7 +255,7 @@ func (o *sourceOptions) renderLocal(ctx context.Context) (*renderedSource, error
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", o.Dir, err)
 	}
-	return &renderedSource{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup}, nil
+	return &renderedSource{Objects: r.Objects, Revision: o.Dir, SOPS: r.SOPSLookup, Origins: r.Origins}, nil
 }
 
 // realDir is the absolute, symlink-free path of the directory d.
@@ -383,7 +390,7 @@ func (o *sourceOptions) renderTop(ctx context.Context, top, path, revision, what
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", what, err)
 	}
-	return &renderedSource{Objects: r.Objects, Revision: revision, SOPS: r.SOPSLookup}, nil
+	return &renderedSource{Objects: r.Objects, Revision: revision, SOPS: r.SOPSLookup, Origins: r.Origins}, nil
 }
 
 // renderArtifact resolves an oci:// --url (its tag or digest, or --tag or

@@ -50,6 +50,9 @@ type Options struct {
 	// can render plain YAML in its own process and the rest where it can be
 	// stopped.
 	PlainOnly bool
+	// Origins records where each object came from (Rendered.Origins), for
+	// gitsync trace; the agent does not ask, so its cache holds none.
+	Origins bool
 
 	// objects is the count of this render, set by Render.
 	objects *objectBudget
@@ -140,6 +143,10 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 	default:
 		docs, err = renderPlain(ctx, repo, rel, opts)
 	}
+	var origins map[object.ID]string
+	if err == nil && opts.Origins {
+		origins = originsOf(docs)
+	}
 	if err == nil {
 		docs, err = postRender(rel, docs, opts) // postrender.go
 	}
@@ -149,8 +156,31 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 	out, err := finish(docs)
 	if out != nil {
 		out.SOPS = repo.sops.files()
+		if opts.Origins {
+			out.Origins = make([]string, len(out.Objects))
+			for i, o := range out.Objects {
+				if out.Origins[i] = origins[object.IDOf(o)]; out.Origins[i] == "" {
+					out.Origins[i] = filepath.ToSlash(rel) + " (made or renamed by post-render changes)"
+				}
+			}
+		}
 	}
 	return out, err
+}
+
+// originsOf says where each decoded object is defined, by its identity as
+// decoded (before post-render changes, which may rename it).
+func originsOf(docs []decodedObject) map[object.ID]string {
+	out := make(map[object.ID]string, len(docs))
+	for _, d := range docs {
+		if m, ok := d.Object.(map[string]any); ok {
+			id := object.IDOf(&unstructured.Unstructured{Object: m})
+			if _, seen := out[id]; !seen {
+				out[id] = itemLocation(d)
+			}
+		}
+	}
+	return out
 }
 
 // isKustomizeDir reports whether rel is a directory holding a kustomization file.

@@ -13,4 +13,8 @@ type Rendered struct {
 	// SOPS are the SOPS-encrypted files read, by the mac of their metadata,
 	// still encrypted: decryption is per GitSync (source/sops.Objects).
 	SOPS map[string]SOPSFile
+	// Origins, with Options.Origins, say where each object of Objects (by
+	// index) is defined: "deploy/a.yaml:12: document 2", a chart's template
+	// file, or a kustomization's directory "(kustomize output)".
+	Origins []string
 }

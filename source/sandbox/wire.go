@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,7 @@ func decodeRequest(r io.Reader) (request, error) {
 // the digest, or an error; Done ends a complete answer.
 type frame struct {
 	Object json.RawMessage            `json:"o,omitempty"`
+	Origin string                     `json:"g,omitempty"` // with Options.Origins
 	SOPS   map[string]render.SOPSFile `json:"s,omitempty"`
 	Digest string                     `json:"d,omitempty"`
 	Err    *render.Error              `json:"e,omitempty"`
@@ -95,12 +97,16 @@ func writeAnswer(w io.Writer, r *render.Rendered, err error) error {
 		}
 		return bw.Flush()
 	}
-	for _, o := range r.Objects {
+	for i, o := range r.Objects {
 		b, err := json.Marshal(o.Object)
 		if err != nil {
 			return err
 		}
-		if err := enc.Encode(frame{Object: b}); err != nil {
+		f := frame{Object: b}
+		if i < len(r.Origins) {
+			f.Origin = r.Origins[i]
+		}
+		if err := enc.Encode(f); err != nil {
 			return err
 		}
 	}
@@ -120,6 +126,7 @@ var errIncomplete = errors.New("render child's answer ended early")
 func readAnswer(r io.Reader) (*render.Rendered, error, error) {
 	dec := json.NewDecoder(r)
 	out := &render.Rendered{Objects: []*unstructured.Unstructured{}}
+	var origins []string
 	for {
 		var f frame
 		if err := dec.Decode(&f); err != nil {
@@ -134,6 +141,7 @@ func readAnswer(r io.Reader) (*render.Rendered, error, error) {
 				return nil, nil, fmt.Errorf("render child's answer invalid: %w", err)
 			}
 			out.Objects = append(out.Objects, &unstructured.Unstructured{Object: m})
+			origins = append(origins, f.Origin)
 		}
 		if !f.Done {
 			continue
@@ -145,6 +153,9 @@ func readAnswer(r io.Reader) (*render.Rendered, error, error) {
 			return nil, errors.New(f.Other), nil
 		}
 		out.SOPS, out.Digest = f.SOPS, f.Digest
+		if slices.ContainsFunc(origins, func(o string) bool { return o != "" }) {
+			out.Origins = origins
+		}
 		return out, nil, nil
 	}
 }

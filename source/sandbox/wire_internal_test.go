@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gitsync.dev/gitsync/source/helm"
 	"gitsync.dev/gitsync/source/render"
@@ -27,5 +28,28 @@ func TestRequestCarriesCapabilities(t *testing.T) {
 	}
 	if diff := cmp.Diff(h, *got.Options.Settings.Helm); diff != "" {
 		t.Errorf("Helm options in the child (-want +got):\n%s", diff)
+	}
+}
+
+// TestAnswerCarriesOrigins: the objects' origins (gitsync trace) come back
+// from the child beside the objects, in order, and a render without any
+// comes back without any.
+func TestAnswerCarriesOrigins(t *testing.T) {
+	cm := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}}
+	}
+	for _, origins := range [][]string{{"a.yaml:1: document 1", "b.yaml:3: document 2"}, nil} {
+		var buf bytes.Buffer
+		in := &render.Rendered{Objects: []*unstructured.Unstructured{cm("a"), cm("b")}, Digest: "sha256:x", Origins: origins}
+		if err := writeAnswer(&buf, in, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, renderErr, err := readAnswer(&buf)
+		if err != nil || renderErr != nil {
+			t.Fatal(err, renderErr)
+		}
+		if diff := cmp.Diff(origins, out.Origins); diff != "" || len(out.Objects) != 2 {
+			t.Errorf("origins through the wire (-want +got):\n%s", diff)
+		}
 	}
 }
