@@ -245,7 +245,7 @@ func (v *clusterView) Detail(ctx context.Context, key types.NamespacedName) (*we
 func (v *clusterView) Preview(ctx context.Context, key types.NamespacedName, branch string) (string, error) {
 	args := []string{"--gitsync", key.Namespace + "/" + key.Name}
 	if branch != "" {
-		args = append(args, "--branch", branch)
+		args = append(args, "--branch="+branch) // one argument: a branch is never read as a flag
 	}
 	var out bytes.Buffer
 	cmd := newDiffCmd(v.kube)
