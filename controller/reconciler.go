@@ -26,6 +26,7 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/commitstatus"
+	"gitsync.dev/gitsync/notify"
 	"gitsync.dev/gitsync/health/rules"
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
@@ -65,6 +66,9 @@ type GitSyncReconciler struct {
 	commits        *commitstatus.Queue
 	commitHTTPOnce sync.Once
 	commitHTTP     *http.Client // every commit status post's
+	notes          *notify.Queue
+	notifyHTTPOnce sync.Once
+	notifyHTTP     *http.Client // every notification's
 	appTokensOnce  sync.Once
 	appTokens      *githubapp.Tokens // GitHub App tokens, shared by every GitSync
 
@@ -103,6 +107,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		verifier:   verify.NewVerifier(0),
 	}
 	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
+	r.notes = r.newNotifyQueue()
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})
 	r.gitEgress = remote.LimitHosts(opts.Egress, opts.Limits.GitHostConcurrency)
 	if r.targets, err = cluster.New(cluster.Options{
@@ -285,6 +290,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.Forget(key)
 	r.commits.Forget(key)
+	r.notes.Forget(key)
 }
 
 // patchMeta changes gs's metadata with a merge patch that fails on a stale
