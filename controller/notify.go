@@ -89,11 +89,11 @@ func (r *GitSyncReconciler) notifyTransition(gs *v1.GitSync, before *metav1.Cond
 	slim := &v1.GitSync{TypeMeta: gs.TypeMeta, Spec: v1.GitSyncSpec{Source: gs.Spec.Source,
 		ServiceAccountName: gs.Spec.ServiceAccountName, Interval: gs.Spec.Interval}}
 	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = gs.Name, gs.Namespace, gs.UID, gs.ResourceVersion
-	for _, n := range gs.Spec.Notifications {
+	for i, n := range gs.Spec.Notifications {
 		if len(n.Events) > 0 && !slices.Contains(n.Events, what) {
 			continue
 		}
-		r.notes.Add(notify.Item{Key: key, To: notify.Destination{Provider: n.Provider, Secret: n.SecretRef.Name}, Event: e, Object: slim})
+		r.notes.Add(notify.Item{Key: key, To: notify.Destination{Provider: n.Provider, Secret: n.SecretRef.Name, Index: i}, Event: e, Object: slim})
 	}
 }
 
@@ -102,7 +102,7 @@ func (r *GitSyncReconciler) notifyTransition(gs *v1.GitSync, before *metav1.Cond
 // and sends one notification within ctx.
 func (r *GitSyncReconciler) sendNotification(ctx context.Context, it notify.Item) error {
 	gs := it.Object.(*v1.GitSync)
-	secret, err := r.reader.For(gs, nil).Secret(ctx, tenant.Ref{Name: it.To.Secret, Field: "spec.notifications[].secretRef"})
+	secret, err := r.reader.For(gs, nil).Secret(ctx, tenant.Ref{Name: it.To.Secret, Field: tenant.NotificationField(it.To.Index)})
 	if err != nil {
 		return fmt.Errorf("Secret/%s/%s read failed: %w", it.Key.Namespace, it.To.Secret, err)
 	}

@@ -27,9 +27,11 @@ type Item struct {
 }
 
 // Destination is a provider and the Secret (in the Key's namespace)
-// holding its address.
+// holding its address; Index is the entry's place in the GitSync's list,
+// for messages.
 type Destination struct {
 	Provider, Secret string
+	Index            int
 }
 
 // QueueOptions configure a Queue.
