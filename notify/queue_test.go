@@ -22,9 +22,14 @@ func item(to, reason string) notify.Item {
 }
 
 // waitForTimer returns once the queue's sender waits on fc: its bucket is
-// empty, so it cannot be sending.
-func waitForTimer(fc *clocktesting.FakeClock) {
+// empty, so it cannot be sending. A sender that never waits fails the test.
+func waitForTimer(t *testing.T, fc *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for !fc.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the sender never waited for its bucket")
+		}
 		runtime.Gosched()
 	}
 }
@@ -65,7 +70,7 @@ func TestQueueRateLimit(t *testing.T) {
 		}
 	}
 	q.Add(item("a", "r3"))
-	waitForTimer(fc)
+	waitForTimer(t, fc)
 	if len(sent) != 0 {
 		t.Fatal("a third notification went out within the burst's minute")
 	}
@@ -87,7 +92,7 @@ func TestQueueRateLimit(t *testing.T) {
 	}
 
 	for _, want := range []string{"a:r4", "a:r5"} {
-		waitForTimer(fc)
+		waitForTimer(t, fc)
 		if len(sent) != 0 {
 			t.Fatalf("sent before the clock moved")
 		}
