@@ -305,3 +305,36 @@ func TestNotificationSecretReadAsAccount(t *testing.T) {
 	request(t, c, key, "c2")
 	checkWebhook(t, rs.next(t, "webhook"), ns, "Ready", "ReconciliationSucceeded", c2, c2)
 }
+
+// TestNotificationsAfterRestart: an agent started again finds the GitSync's
+// state in its status and sends nothing for it; the next transition is the
+// next notification.
+//
+// Checked by passing transitionOf a nil before (the state before the pass
+// forgotten, as an in-memory memory would be): the second agent then sends
+// Ready for the first commit again.
+func TestNotificationsAfterRestart(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	first := startAgent(t, agentOptions{namespace: ns})
+	rs := newReceivers(t, http.StatusOK)
+	notifySecrets(t, c, ns, rs)
+	rp := newRepo(t)
+	c1 := rp.commit(map[string]string{"deploy/a.yaml": configMap("a", "1")})
+	gs := newGitSync(ns, "app", rp.url(), withNotifications(notifyTo("webhook")))
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
+	checkWebhook(t, rs.next(t, "webhook"), ns, "Ready", "ReconciliationSucceeded", c1, c1)
+	first.stop()
+
+	second := startAgent(t, agentOptions{namespace: ns})
+	eventually(t, "the second agent reconciled the GitSync", func(context.Context) (bool, error) {
+		return second.reconciles(t, "success") >= 1, nil
+	})
+	c2 := rp.commit(map[string]string{"deploy/a.yaml": configMap("a", "2")})
+	request(t, c, key, "c2")
+	checkWebhook(t, rs.next(t, "webhook"), ns, "Ready", "ReconciliationSucceeded", c2, c2)
+}
