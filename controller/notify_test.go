@@ -338,3 +338,38 @@ func TestNotificationsAfterRestart(t *testing.T) {
 	request(t, c, key, "c2")
 	checkWebhook(t, rs.next(t, "webhook"), ns, "Ready", "ReconciliationSucceeded", c2, c2)
 }
+
+// TestNotificationMasksSecretValues: a failure whose message quotes a value
+// substituted from a Secret (the name of an object the apiserver refuses)
+// is sent with the value masked, as in the Ready condition.
+//
+// Checked with the sync's redactor out of the way (scrub returning at once,
+// notifyTransition sending the message without out.red): the value then
+// reaches the receiver.
+func TestNotificationMasksSecretValues(t *testing.T) {
+	const value = "tenant-secret-value-42"
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	rs := newReceivers(t, http.StatusOK)
+	notifySecrets(t, c, ns, rs)
+	vars := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vars", Namespace: ns}, Data: map[string][]byte{"SUFFIX": []byte(value)}}
+	if err := c.Create(context.Background(), vars); err != nil {
+		t.Fatal(err)
+	}
+	rp := newRepo(t)
+	rp.commit(map[string]string{"deploy/a.yaml": configMap("Bad_${SUFFIX}", "x")})
+	gs := newGitSync(ns, "app", rp.url(), withNotifications(notifyTo("webhook")), func(g *v1.GitSync) {
+		g.Spec.SubstituteFrom = []v1.SubstituteReference{{Kind: "Secret", Name: "vars"}}
+	})
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitCondition(t, c, client.ObjectKeyFromObject(gs), v1.ConditionReady, metav1.ConditionFalse, nil)
+	ready := meta.FindStatusCondition(failed.Status.Conditions, v1.ConditionReady)
+	n := rs.next(t, "webhook")
+	checkWebhook(t, n, ns, "Failed", ready.Reason, "", "Bad_")
+	if strings.Contains(string(n.body), value) {
+		t.Errorf("the notification quotes the Secret's value: %s", n.body)
+	}
+}
