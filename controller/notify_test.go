@@ -149,7 +149,8 @@ func TestNotificationsFollowTransitions(t *testing.T) {
 	key := client.ObjectKeyFromObject(gs)
 	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, nil)
 	checkWebhook(t, rs.next(t, "webhook"), ns, "Ready", "ReconciliationSucceeded", c1, c1)
-	if n := rs.next(t, "teams"); n.fields["@type"] != "MessageCard" || !strings.Contains(n.fields["title"].(string), ns+"/app is Ready") {
+	if n := rs.next(t, "teams"); n.fields["type"] != "message" || !strings.Contains(string(n.body), "AdaptiveCard") ||
+		!strings.Contains(string(n.body), ns+"/app is Ready") {
 		t.Errorf("teams card %s", n.body)
 	}
 	if n := rs.next(t, "discord"); !strings.Contains(n.fields["content"].(string), ns+"/app is Ready") {

@@ -99,19 +99,30 @@ func slackBody(e Event) map[string]any {
 	}
 }
 
-// teamsBody is a MessageCard, which Teams' incoming webhooks and Workflows
-// both accept.
+// teamsBody is a message carrying one Adaptive Card: what a Teams
+// Workflows webhook ("send webhook alerts to a channel") posts, and what
+// the retired Office 365 connectors accepted too.
 func teamsBody(e Event) map[string]any {
 	var fs []map[string]string
 	for _, f := range facts(e) {
-		fs = append(fs, map[string]string{"name": f.name, "value": f.value})
+		fs = append(fs, map[string]string{"title": f.name, "value": f.value})
 	}
-	fs = append(fs, map[string]string{"name": "Time", "value": e.Time.UTC().Format(time.RFC3339)})
+	fs = append(fs, map[string]string{"title": "Time", "value": e.Time.UTC().Format(time.RFC3339)})
+	titleColour := "Good"
+	if e.State == Failed {
+		titleColour = "Attention"
+	}
+	card := map[string]any{
+		"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
+		"body": []map[string]any{
+			{"type": "TextBlock", "text": Title(e), "weight": "Bolder", "size": "Medium", "wrap": true, "color": titleColour},
+			{"type": "TextBlock", "text": clip(e.Message, maxMessage), "wrap": true},
+			{"type": "FactSet", "facts": fs},
+		},
+	}
 	return map[string]any{
-		"@type": "MessageCard", "@context": "https://schema.org/extensions",
-		"summary": Title(e), "title": Title(e), "themeColor": fmt.Sprintf("%06X", colour(e.State)),
-		"text":     clip(e.Message, maxMessage),
-		"sections": []map[string]any{{"facts": fs}},
+		"type":        "message",
+		"attachments": []map[string]any{{"contentType": "application/vnd.microsoft.card.adaptive", "content": card}},
 	}
 }
 

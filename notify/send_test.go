@@ -78,9 +78,16 @@ func TestSendBodies(t *testing.T) {
 			}
 		}},
 		{"teams", func(t *testing.T, b map[string]any) {
-			if b["@type"] != "MessageCard" || b["title"] != "GitSync prod/app failed: ApplyFailed" || b["text"] != failed.Message ||
-				!strings.Contains(mustJSON(t, b["sections"]), failed.Revision) {
-				t.Errorf("teams body %v", b)
+			att := b["attachments"].([]any)[0].(map[string]any)
+			card, _ := att["content"].(map[string]any)
+			body, _ := card["body"].([]any)
+			if b["type"] != "message" || att["contentType"] != "application/vnd.microsoft.card.adaptive" || card["type"] != "AdaptiveCard" || len(body) != 3 {
+				t.Fatalf("teams body %v, want a message with one Adaptive Card", b)
+			}
+			title, text, facts := body[0].(map[string]any), body[1].(map[string]any), body[2].(map[string]any)
+			if title["text"] != "GitSync prod/app failed: ApplyFailed" || title["color"] != "Attention" || text["text"] != failed.Message ||
+				facts["type"] != "FactSet" || !strings.Contains(mustJSON(t, facts["facts"]), failed.Revision) {
+				t.Errorf("teams card %v", card)
 			}
 		}},
 		{"discord", func(t *testing.T, b map[string]any) {
