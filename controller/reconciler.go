@@ -33,6 +33,7 @@ import (
 	"gitsync.dev/gitsync/internal/egress"
 	"gitsync.dev/gitsync/livecache"
 	"gitsync.dev/gitsync/metrics"
+	"gitsync.dev/gitsync/notify"
 	"gitsync.dev/gitsync/source/git/githubapp"
 	"gitsync.dev/gitsync/source/remote"
 	"gitsync.dev/gitsync/source/verify"
@@ -70,6 +71,9 @@ type GitSyncReconciler struct {
 	commits        *commitstatus.Queue
 	commitHTTPOnce sync.Once
 	commitHTTP     *http.Client // every commit status post's
+	notes          *notify.Queue
+	notifyHTTPOnce sync.Once
+	notifyHTTP     *http.Client // every notification's
 	appTokensOnce  sync.Once
 	appTokens      *githubapp.Tokens // GitHub App tokens, shared by every GitSync
 
@@ -109,6 +113,7 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 		tracer:     opts.Tracer.Tracer(tracing.Scope),
 	}
 	r.commits = r.newCommitQueue(opts.CommitStatusTimeout)
+	r.notes = r.newNotifyQueue()
 	r.resolver = remote.NewResolver(opts.Fetcher, remote.ResolverOptions{ShareFor: opts.Limits.ResolveShareFor, Clock: r.clock, Base: r.baseContext})
 	r.gitEgress = remote.LimitHosts(opts.Egress, opts.Limits.GitHostConcurrency)
 	if r.targets, err = cluster.New(cluster.Options{
@@ -291,6 +296,7 @@ func (r *GitSyncReconciler) forget(key types.NamespacedName) {
 	r.backoff.setCap(key, 0)
 	r.opts.Metrics.Forget(key)
 	r.commits.Forget(key)
+	r.notes.Forget(key)
 }
 
 // patchMeta changes gs's metadata with a merge patch that fails on a stale

@@ -118,6 +118,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 	r.opts.Metrics.SetRevision(client.ObjectKeyFromObject(gs), gs.Status.LastAppliedRevision)
 	r.opts.Metrics.SetDrifted(client.ObjectKeyFromObject(gs), out.driftedChanges())
 	r.emit(gs, before, prevApplied, out)
+	r.notifyTransition(gs, before, prevApplied, out)
 	r.emitDrift(gs, driftBefore)
 	noteOutcome(ctx, gs, before, out)
 	return nil

@@ -29,6 +29,7 @@ type Metrics struct {
 	fetchErrors       *prometheus.CounterVec
 
 	commitStatusErrors *prometheus.CounterVec
+	notificationErrors *prometheus.CounterVec
 	drifted            *prometheus.GaugeVec
 
 	// lastRevision and lastConditions remember the label sets per GitSync so
@@ -99,9 +100,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gitsync_commit_status_errors_total",
 			Help: "Commit statuses (spec.commitStatus) the Git host did not accept or could not be asked for, by provider. Syncing goes on; the post is tried again at the next reconcile.",
 		}, []string{"provider"}),
+		notificationErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitsync_notification_errors_total",
+			Help: "Notifications (spec.notifications) not sent, by provider: refused, unanswered, or dropped by the destination's rate limit. Syncing goes on; a failed notification is not sent again.",
+		}, []string{"provider"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.applied, m.pruned, m.revision, m.webhookRequests,
-		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors, m.commitStatusErrors, m.drifted} {
+		m.condition, m.suspended, m.managed, m.fetchDuration, m.fetchErrors, m.commitStatusErrors, m.notificationErrors, m.drifted} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -253,4 +258,14 @@ func (m *Metrics) ObserveCommitStatusError(provider string) {
 		return
 	}
 	m.commitStatusErrors.WithLabelValues(provider).Inc()
+}
+
+// ObserveNotificationError counts one notification the provider's
+// destination did not accept, could not be asked for, or that its rate
+// limit dropped.
+func (m *Metrics) ObserveNotificationError(provider string) {
+	if m == nil {
+		return
+	}
+	m.notificationErrors.WithLabelValues(provider).Inc()
 }

@@ -50,6 +50,9 @@ func RefsOf(gs *v1.GitSync) []Ref {
 	if cs := gs.Spec.CommitStatus; cs != nil {
 		secret(cs.SecretRef.Name, "spec.commitStatus.secretRef")
 	}
+	for i, n := range gs.Spec.Notifications {
+		secret(n.SecretRef.Name, NotificationField(i))
+	}
 	for i, ref := range gs.Spec.SubstituteFrom {
 		out = append(out, Ref{Kind: ref.Kind, Name: ref.Name, Field: fmt.Sprintf("spec.substituteFrom[%d]", i)})
 	}
@@ -67,6 +70,11 @@ func RefsOf(gs *v1.GitSync) []Ref {
 		}
 	}
 	return out
+}
+
+// NotificationField is the field path of spec.notifications[i]'s Secret.
+func NotificationField(i int) string {
+	return fmt.Sprintf("spec.notifications[%d].secretRef", i)
 }
 
 // keysOf returns the objects of kind gs names, as watch keys.

@@ -18,6 +18,7 @@ func TestRefsOf(t *testing.T) {
 		KubeConfig:     &v1.KubeConfigReference{SecretRef: v1.SecretKeyReference{Name: "kc"}},
 		Webhook:        &v1.WebhookSpec{SecretRef: ref("hook")},
 		CommitStatus:   &v1.CommitStatusSpec{SecretRef: ref("token")},
+		Notifications:  []v1.NotificationSpec{{Provider: "slack", SecretRef: ref("slack")}, {Provider: "webhook", SecretRef: ref("hook-key")}},
 		SubstituteFrom: []v1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
 		Decryption:     &v1.DecryptionSpec{SecretRef: ref("age")},
 		Helm: &v1.HelmSpec{Repositories: []v1.HelmRepository{
@@ -31,6 +32,8 @@ func TestRefsOf(t *testing.T) {
 		{Kind: "Secret", Name: "kc", Field: "spec.kubeConfig.secretRef"},
 		{Kind: "Secret", Name: "hook", Field: "spec.webhook.secretRef"},
 		{Kind: "Secret", Name: "token", Field: "spec.commitStatus.secretRef"},
+		{Kind: "Secret", Name: "slack", Field: "spec.notifications[0].secretRef"},
+		{Kind: "Secret", Name: "hook-key", Field: "spec.notifications[1].secretRef"},
 		{Kind: "ConfigMap", Name: "vars", Field: "spec.substituteFrom[0]"},
 		{Kind: "Secret", Name: "age", Field: "spec.decryption.secretRef"},
 		{Kind: "Secret", Name: "repo", Field: "spec.helm.repositories[1].secretRef"},

@@ -178,6 +178,24 @@ func TestCRDValidation(t *testing.T) {
 			g.Spec.Helm = &v1.HelmSpec{Repositories: []v1.HelmRepository{{URL: "https://charts.example.com"}}}
 		}, wantErr: "a repository entry names the repository (name), its credentials (secretRef), the keys its charts are signed with (verify), or several"},
 		{name: "unknown deletion policy", mutate: func(g *v1.GitSync) { g.Spec.DeletionPolicy = "Keep" }, wantErr: "spec.deletionPolicy"},
+		{name: "notifications", mutate: func(g *v1.GitSync) {
+			g.Spec.Notifications = []v1.NotificationSpec{
+				{Provider: "webhook", SecretRef: v1.LocalObjectReference{Name: "hook"}},
+				{Provider: "slack", SecretRef: v1.LocalObjectReference{Name: "slack"}, Events: []v1.NotificationEvent{v1.NotifyFailed, v1.NotifyRecovered}},
+			}
+		}},
+		{name: "unknown notification provider", mutate: func(g *v1.GitSync) {
+			g.Spec.Notifications = []v1.NotificationSpec{{Provider: "pager", SecretRef: v1.LocalObjectReference{Name: "p"}}}
+		}, wantErr: "spec.notifications[0].provider"},
+		{name: "unknown notification event", mutate: func(g *v1.GitSync) {
+			g.Spec.Notifications = []v1.NotificationSpec{{Provider: "teams", SecretRef: v1.LocalObjectReference{Name: "t"}, Events: []v1.NotificationEvent{"Deleted"}}}
+		}, wantErr: "spec.notifications[0].events[0]"},
+		{name: "notification event twice", mutate: func(g *v1.GitSync) {
+			g.Spec.Notifications = []v1.NotificationSpec{{Provider: "discord", SecretRef: v1.LocalObjectReference{Name: "d"}, Events: []v1.NotificationEvent{v1.NotifyFailed, v1.NotifyFailed}}}
+		}, wantErr: "events lists each event once"},
+		{name: "notification without a Secret", mutate: func(g *v1.GitSync) {
+			g.Spec.Notifications = []v1.NotificationSpec{{Provider: "slack"}}
+		}, wantErr: "spec.notifications[0].secretRef.name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

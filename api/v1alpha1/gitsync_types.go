@@ -220,6 +220,15 @@ type GitSyncSpec struct {
 	// +optional
 	CommitStatus *CommitStatusSpec `json:"commitStatus,omitempty"`
 
+	// Notifications tell a chat channel or a webhook when the GitSync's
+	// state changes: Ready on a new revision, Failed with its reason,
+	// Recovered. Transitions only, rate-limited per destination; a failure
+	// to send never blocks syncing. See docs/guides/notifications.md.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Notifications []NotificationSpec `json:"notifications,omitempty"`
+
 	// Drift says what gitsync does about changes made to its objects out of
 	// band: fields it leaves alone (ignore rules, honoured by apply and diff)
 	// and whether drift is reverted (Correct, the default) or only reported
@@ -552,6 +561,41 @@ type CommitStatusSpec struct {
 	// +optional
 	Context string `json:"context,omitempty"`
 }
+
+// NotificationSpec is one destination told of the GitSync's transitions.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.events) || self.events.all(e, self.events.exists_one(f, f == e))",message="events lists each event once"
+type NotificationSpec struct {
+	// Provider is how the destination is spoken to: webhook (a JSON body
+	// signed with HMAC-SHA256), slack, teams or discord (their incoming
+	// webhooks).
+	// +kubebuilder:validation:Enum=webhook;slack;teams;discord
+	Provider string `json:"provider"`
+	// SecretRef names a Secret in the GitSync's namespace whose "address"
+	// key is the URL to post to (an incoming-webhook URL is a credential);
+	// for provider webhook its "token" key is the HMAC key the body is
+	// signed with.
+	SecretRef LocalObjectReference `json:"secretRef"`
+	// Events are the transitions sent; empty sends all of them.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=atomic
+	// +optional
+	Events []NotificationEvent `json:"events,omitempty"`
+}
+
+// NotificationEvent is a transition of a GitSync worth telling someone.
+// +kubebuilder:validation:Enum=Ready;Failed;Recovered
+type NotificationEvent string
+
+const (
+	// NotifyReady: the GitSync became Ready, or applied a new revision
+	// that changed its objects while Ready.
+	NotifyReady NotificationEvent = "Ready"
+	// NotifyFailed: the GitSync failed, or failed for another reason.
+	NotifyFailed NotificationEvent = "Failed"
+	// NotifyRecovered: the GitSync became Ready after a failure.
+	NotifyRecovered NotificationEvent = "Recovered"
+)
 
 // GitSource is one path of one repository at one ref: a Git repository,
 // or an OCI artifact (an oci:// URL) holding a directory of manifests.
