@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // TestProviderRefusesBadEndpoints: an endpoint that is not an http(s) URL,
@@ -32,5 +34,30 @@ func TestProviderRefusesBadEndpoints(t *testing.T) {
 	}
 	if err := shutdown(context.Background()); err != nil {
 		t.Error(err)
+	}
+}
+
+// BenchmarkSpanOff is what a span costs a sync when tracing is off: the
+// engine and the source cache start theirs from a context without one.
+func BenchmarkSpanOff(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, span := Start(ctx, "apply")
+		End(span, nil)
+	}
+}
+
+// BenchmarkSpanOn is the same span under a recording root (an SDK provider
+// whose spans go nowhere).
+func BenchmarkSpanOn(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	ctx, root := tp.Tracer(Scope).Start(context.Background(), "sync")
+	defer root.End()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, span := Start(ctx, "apply")
+		End(span, nil)
 	}
 }
