@@ -187,3 +187,102 @@ func TestPullRequestComments(t *testing.T) {
 		t.Errorf("second comment lists the unchanged ConfigMap a:\n%s", second.body)
 	}
 }
+
+// TestPullRequestCommentRefused: a token the host refuses does not keep
+// the GitSync from becoming Ready; a Warning event names the Secret and
+// the HTTP status, never the token.
+//
+// Checked by making postComments return nil on a refused comment: no
+// event then names HTTP 401.
+func TestPullRequestCommentRefused(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	rp := newRepo(t)
+	api := newGitHubAPI(t, filepath.Base(filepath.Dir(rp.dir)), filepath.Base(rp.dir))
+	wrong := "wrong-" + prToken
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "notify-github", Namespace: ns},
+		Data: map[string][]byte{"token": []byte(wrong), "address": []byte(api.URL)}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	rp.commit(map[string]string{"deploy/a.yaml": configMap("a", "1")})
+	gs := newGitSync(ns, "app", rp.url(), withNotifications(notifyTo("github")))
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, client.ObjectKeyFromObject(gs), v1.ConditionReady, metav1.ConditionTrue, nil)
+	waitNotificationEvent(t, c, ns, "HTTP 401") // also fails on an event quoting "s3cr3t"
+	if len(api.comments) != 0 {
+		t.Error("a comment was posted with a refused token")
+	}
+}
+
+// gitLabNote is one note the stand-in GitLab got.
+type gitLabNote struct {
+	path, token, body string
+}
+
+// TestMergeRequestComments: a GitSync with a gitlab notification comments
+// on the merge request GitLab lists for the applied commit, through the
+// project's full path (URL-encoded as one segment), with PRIVATE-TOKEN.
+//
+// Checked by sending the token as a Bearer Authorization header: the
+// stand-in then refuses the lookup and no note arrives.
+func TestMergeRequestComments(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	startAgent(t, agentOptions{namespace: ns})
+	rp := newRepo(t)
+	project := strings.TrimPrefix(rp.dir, "/") // file:///a/b/c names project a/b/c
+	var commit string
+	var mu sync.Mutex
+	notes := make(chan gitLabNote, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("PRIVATE-TOKEN") != prToken {
+			http.Error(w, `{"message":"401 Unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		prefix := "/projects/" + strings.ReplaceAll(project, "/", "%2F")
+		mu.Lock()
+		want := commit
+		mu.Unlock()
+		switch p := r.URL.EscapedPath(); {
+		case r.Method == http.MethodGet && p == prefix+"/repository/commits/"+want+"/merge_requests":
+			_, _ = io.WriteString(w, `[{"id":900,"iid":5,"state":"merged"}]`)
+		case r.Method == http.MethodPost && p == prefix+"/merge_requests/5/notes":
+			var body struct {
+				Body string `json:"body"`
+			}
+			data, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(data, &body)
+			notes <- gitLabNote{path: p, token: r.Header.Get("PRIVATE-TOKEN"), body: body.Body}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":1}`)
+		default:
+			http.Error(w, `{"message":"404 Not Found"}`, http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "notify-gitlab", Namespace: ns},
+		Data: map[string][]byte{"token": []byte(prToken), "address": []byte(srv.URL)}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	c1 := rp.commit(map[string]string{"deploy/a.yaml": configMap("a", "1")})
+	mu.Lock()
+	commit = c1
+	mu.Unlock()
+	gs := newGitSync(ns, "app", rp.url(), withNotifications(notifyTo("gitlab")))
+	if err := c.Create(context.Background(), gs); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-notes:
+		if !strings.Contains(n.body, "+ created ConfigMap/"+ns+"/a") || !strings.Contains(n.body, c1) {
+			t.Errorf("note on %s:\n%s\nwant the created ConfigMap a and %s", n.path, n.body, c1)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no merge request note arrived")
+	}
+}
