@@ -14,7 +14,7 @@ import (
 func TestCommentBody(t *testing.T) {
 	e := Event{Namespace: "prod", Name: "app", Revision: "main@sha1:abc", State: Ready, Reason: "ReconciliationSucceeded",
 		Message: "Applied ``` @everyone", Time: time.Unix(0, 0),
-		Changes: []Change{{"created", "ConfigMap/prod/a"}, {"configured", "Deployment/prod/web"}, {"pruned", "ConfigMap/prod/old"}},
+		Changes:     []Change{{"created", "ConfigMap/prod/a"}, {"configured", "Deployment/prod/web"}, {"pruned", "ConfigMap/prod/old"}},
 		MoreChanges: 4}
 	want := "### ✅ GitSync prod/app is Ready\n\n" +
 		"**Revision:** ` main@sha1:abc `\n" +
