@@ -117,6 +117,9 @@ func New(o Options) (Poster, error) {
 type PostError struct {
 	// Provider and Commit say which post failed.
 	Provider, Commit string
+	// What was posted: "" for a commit status, or e.g. "pull request
+	// comment".
+	What string
 	// Code is the HTTP status code of the answer; 0 when there was none
 	// (refused by the egress policy, timed out, connection failed).
 	Code int
@@ -126,7 +129,11 @@ type PostError struct {
 }
 
 func (e *PostError) Error() string {
-	what := fmt.Sprintf("%s commit status for %s failed", e.Provider, shortSHA(e.Commit))
+	kind := e.What
+	if kind == "" {
+		kind = "commit status"
+	}
+	what := fmt.Sprintf("%s %s for %s failed", e.Provider, kind, shortSHA(e.Commit))
 	if e.Code != 0 {
 		what += fmt.Sprintf(": HTTP %d", e.Code)
 	}
@@ -152,24 +159,41 @@ type host struct {
 	creds    Credentials
 }
 
-// maxAnswer bounds how much of a host's answer is read.
-const maxAnswer = 16 << 10
+// maxAnswer bounds how much of a host's answer is read; maxListAnswer
+// bounds an answer that is decoded (a list of pull requests).
+const (
+	maxAnswer     = 16 << 10
+	maxListAnswer = 4 << 20
+)
 
 // post sends body as JSON to url with the auth header set by auth, and
 // turns anything but a 2xx answer into a *PostError.
 func (h *host) post(ctx context.Context, commit, url string, body any, auth func(*http.Request)) error {
+	return h.do(ctx, "", http.MethodPost, commit, url, body, auth, nil)
+}
+
+// do sends one request (body as JSON unless nil) with the auth header set
+// by auth, decodes a 2xx answer into answer (unless nil), and turns any
+// other answer into a *PostError about what ("" is a commit status).
+func (h *host) do(ctx context.Context, what, method, commit, url string, body any, auth func(*http.Request), answer any) error {
 	fail := func(code int, msg string) error {
-		return &PostError{Provider: h.provider, Commit: commit, Code: code, Message: h.redact(msg)}
+		return &PostError{Provider: h.provider, What: what, Commit: commit, Code: code, Message: h.redact(msg)}
 	}
-	data, err := json.Marshal(body)
+	var data io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fail(0, err.Error())
+		}
+		data = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, data)
 	if err != nil {
 		return fail(0, err.Error())
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
-	if err != nil {
-		return fail(0, err.Error())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "gitsync")
 	auth(req)
@@ -178,11 +202,20 @@ func (h *host) post(ctx context.Context, commit, url string, body any, auth func
 		return fail(0, transportMessage(err))
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
+	limit := int64(maxAnswer)
+	if answer != nil {
+		limit = maxListAnswer
 	}
-	return fail(resp.StatusCode, answerMessage(answer))
+	got, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fail(resp.StatusCode, answerMessage(got))
+	}
+	if answer != nil {
+		if err := json.Unmarshal(got, answer); err != nil {
+			return fail(resp.StatusCode, "the answer is not the JSON expected")
+		}
+	}
+	return nil
 }
 
 // redact cuts the credentials out of s, in case a host echoes them.

@@ -14,6 +14,12 @@
 // a credential: a host's answer is reduced to its status code and a short
 // message with the credentials cut out.
 //
+// Commenter (GitHub and GitLab) looks up the pull or merge requests holding
+// a commit and posts one comment on each, with the same client, address
+// rules and credential handling as Poster: a lookup and its posts are a
+// few requests, each bounded by the client's timeout; a commit in no
+// request posts nothing. It decides nothing about the comment's text.
+//
 // Queue sends reports for many GitSyncs without holding any of them: one
 // queue and one sender per GitSync, the newest reports kept while a host
 // is slow, a report that says what the last one said dropped, so the

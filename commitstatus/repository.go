@@ -75,15 +75,15 @@ func apiBase(provider string, r Repository, address string) (string, error) {
 	if address != "" {
 		u, err := url.Parse(address)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return "", fmt.Errorf("commit status address %s is not an http(s) URL", redactURL(address))
+			return "", fmt.Errorf("API address %s is not an http(s) URL", redactURL(address))
 		}
 		if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return "", fmt.Errorf("commit status address %s must not carry credentials, a query or a fragment", redactURL(address))
+			return "", fmt.Errorf("API address %s must not carry credentials, a query or a fragment", redactURL(address))
 		}
 		return strings.TrimRight(address, "/"), nil
 	}
 	if r.Host == "" {
-		return "", fmt.Errorf("commit status address is required: the source url names no host")
+		return "", fmt.Errorf("API address is required: the source url names no host")
 	}
 	name := r.Host
 	if h, _, err := net.SplitHostPort(r.Host); err == nil {
@@ -103,7 +103,7 @@ func apiBase(provider string, r Repository, address string) (string, error) {
 		if name == "bitbucket.org" {
 			return "https://api.bitbucket.org/2.0", nil
 		}
-		return "", fmt.Errorf("commit status address is required for bitbucket on %s (only Bitbucket Cloud's API is known)", name)
+		return "", fmt.Errorf("API address is required for bitbucket on %s (only Bitbucket Cloud's API is known)", name)
 	}
 	return "", fmt.Errorf("commit status provider %q unknown (want one of %s)", provider, strings.Join(Providers, ", "))
 }

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
+	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/commitstatus"
+	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/notify"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -84,6 +86,9 @@ func (r *GitSyncReconciler) notifyTransition(gs *v1.GitSync, before *metav1.Cond
 	if what == v1.NotifyFailed {
 		e.Revision = gs.Status.LastAttemptedRevision
 	}
+	if slices.ContainsFunc(gs.Spec.Notifications, func(n v1.NotificationSpec) bool { return isComment(n.Provider) }) {
+		e.Changes, e.MoreChanges = changesOf(out)
+	}
 	// What the send needs: the account the tenant boundary reads the
 	// Secret as.
 	slim := &v1.GitSync{TypeMeta: gs.TypeMeta, Spec: v1.GitSyncSpec{Source: gs.Spec.Source,
@@ -105,6 +110,9 @@ func (r *GitSyncReconciler) sendNotification(ctx context.Context, it notify.Item
 	secret, err := r.reader.For(gs, nil).Secret(ctx, tenant.Ref{Name: it.To.Secret, Field: tenant.NotificationField(it.To.Index)})
 	if err != nil {
 		return fmt.Errorf("Secret/%s/%s read failed: %w", it.Key.Namespace, it.To.Secret, err)
+	}
+	if isComment(it.To.Provider) {
+		return r.postComments(ctx, gs, it, secret)
 	}
 	t := notify.Target{Provider: it.To.Provider, URL: strings.TrimSpace(string(secret.Data["address"])), Key: secret.Data["token"]}
 	if err := notify.Send(ctx, r.notifyClient(), t, it.Event); err != nil {
@@ -130,4 +138,71 @@ func (r *GitSyncReconciler) notifyClient() *http.Client {
 		r.notifyHTTP = commitstatus.NewHTTPClient(r.opts.Egress.DialContext, r.notes.Timeout())
 	})
 	return r.notifyHTTP
+}
+
+// isComment says whether provider comments on pull or merge requests.
+func isComment(provider string) bool { return slices.Contains(notify.CommentProviders, provider) }
+
+// changesOf returns what out did to the cluster's objects (created,
+// configured, pruned, orphaned), masked by the sync's redactor: at most
+// notify.MaxChanges of them, and how many more there were.
+func changesOf(out *outcome) ([]notify.Change, int) {
+	var list []notify.Change
+	more := 0
+	add := func(action, subject string) {
+		if len(list) == notify.MaxChanges {
+			more++
+			return
+		}
+		list = append(list, notify.Change{Action: action, Subject: out.red.String(subject)})
+	}
+	if out.changes != nil {
+		for _, e := range out.changes.Entries {
+			if e.Action == apply.Created || e.Action == apply.Configured {
+				add(string(e.Action), e.Subject)
+			}
+		}
+	}
+	if out.pruned != nil {
+		for _, e := range out.pruned.Entries {
+			if e.Action == inventory.ActionPruned || e.Action == inventory.ActionOrphaned {
+				add(string(e.Action), e.ID.String())
+			}
+		}
+	}
+	return list, more
+}
+
+// postComments comments on the pull or merge requests holding the event's
+// commit, with the token (and the optional API address and ca.crt) of the
+// GitSync's Secret; a revision without a commit, or a commit in no
+// request, posts nothing.
+func (r *GitSyncReconciler) postComments(ctx context.Context, gs *v1.GitSync, it notify.Item, secret *corev1.Secret) error {
+	commit := commitOf(it.Event.Revision)
+	if commit == "" {
+		return nil
+	}
+	where := fmt.Sprintf("spec.notifications with Secret/%s/%s", it.Key.Namespace, it.To.Secret)
+	hc := r.notifyClient()
+	if ca := secret.Data["ca.crt"]; len(ca) > 0 {
+		var err error
+		if hc, err = commitstatus.WithCA(hc, ca); err != nil {
+			return fmt.Errorf("%s key ca.crt: %w", where, err)
+		}
+		defer hc.CloseIdleConnections()
+	}
+	c, err := commitstatus.NewCommenter(commitstatus.Options{
+		Provider:    it.To.Provider,
+		RepoURL:     gs.Spec.Source.URL,
+		Address:     strings.TrimSpace(string(secret.Data["address"])),
+		Credentials: commitstatus.Credentials{Token: strings.TrimSpace(string(secret.Data["token"]))},
+		Client:      hc,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if _, err := c.Comment(ctx, commit, notify.CommentBody(it.Event)); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
 }

@@ -11,6 +11,11 @@
 // credential): a failed request is reduced to its status code or the
 // transport's cause with both cut out.
 //
+// CommentBody renders an Event as the Markdown of a pull or merge request
+// comment (providers github and gitlab): the Event's fields and the
+// objects its sync changed, by name only, free text in code blocks; the
+// caller posts it with a commitstatus.Commenter.
+//
 // Queue sends Items off the caller's path: one sender per (GitSync,
 // destination), in order, each send bounded by a timeout, and a token
 // bucket per (GitSync, destination) so a flapping GitSync cannot flood a

@@ -38,10 +38,32 @@ type Event struct {
 	Reason   string
 	Message  string
 	Time     time.Time
+	// Changes are what the sync did to the cluster's objects, at most
+	// MaxChanges of them, masked like Message; MoreChanges counts those
+	// left out. Only the pull/merge request comment shows them.
+	Changes     []Change
+	MoreChanges int
 }
+
+// Change is one object a sync changed.
+type Change struct {
+	// Action is created, configured, pruned or orphaned.
+	Action string
+	// Subject is the object, "Kind/namespace/name".
+	Subject string
+}
+
+// MaxChanges bounds the changes an Event carries.
+const MaxChanges = 200
 
 // Providers are the accepted Target.Provider values.
 var Providers = []string{"webhook", "slack", "teams", "discord"}
+
+// CommentProviders are the spec.notifications providers that comment on
+// the pull or merge requests holding the revision's commit (through
+// commitstatus.Commenter, with CommentBody) instead of posting to an
+// address.
+var CommentProviders = []string{"github", "gitlab"}
 
 // SignatureHeader carries a webhook body's HMAC-SHA256, "sha256=<hex>".
 const SignatureHeader = "X-Gitsync-Signature"

@@ -568,13 +568,18 @@ type CommitStatusSpec struct {
 type NotificationSpec struct {
 	// Provider is how the destination is spoken to: webhook (a JSON body
 	// signed with HMAC-SHA256), slack, teams or discord (their incoming
-	// webhooks).
-	// +kubebuilder:validation:Enum=webhook;slack;teams;discord
+	// webhooks), or github or gitlab (a comment on each pull or merge
+	// request holding the revision's commit, listing the objects the sync
+	// created, configured and pruned).
+	// +kubebuilder:validation:Enum=webhook;slack;teams;discord;github;gitlab
 	Provider string `json:"provider"`
 	// SecretRef names a Secret in the GitSync's namespace whose "address"
 	// key is the URL to post to (an incoming-webhook URL is a credential);
 	// for provider webhook its "token" key is the HMAC key the body is
-	// signed with.
+	// signed with. For github and gitlab, "token" is the API token and
+	// "address" (optional) the API base URL, derived from
+	// spec.source.url's host when absent; "ca.crt" (optional) is a CA to
+	// trust.
 	SecretRef LocalObjectReference `json:"secretRef"`
 	// Events are the transitions sent; empty sends all of them.
 	// +kubebuilder:validation:MaxItems=3
