@@ -237,7 +237,7 @@ func (b *Browser) WaitFor(what string, timeout time.Duration, script string, arg
 		if time.Now().After(deadline) {
 			b.t.Fatalf("%s: not within %s (last error: %v)", what, timeout, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the poll interval of a condition on the page, not a settle
 	}
 }
 
