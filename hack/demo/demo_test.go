@@ -47,7 +47,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		"frontend has 3 available replicas",
 		"pruned Service/demo/redis-follower",
 		"make demo-down",
-		changeMarker, "git push", "reconcile guestbook", webhookMarker, "apply -k examples/gitsyncs-local",
+		changeMarker, "git push", "reconcile guestbook", webhookMarker, "apply -k examples/gitsyncs-local", " ui --kubeconfig",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)

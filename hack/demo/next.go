@@ -47,6 +47,7 @@ Then see it applied, one of:
 Follow it:
   %[3]s status %[4]s
   kubectl %[4]s get deployment frontend
+  %[3]s ui %[4]s    # or look: a live page at http://127.0.0.1:7780/ (Ctrl-C stops it)
 
 Every example is served too, at %[9]s:
   kubectl --kubeconfig %[10]s apply -k examples/gitsyncs-local%[12]s
