@@ -14,4 +14,4 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "installing chromium and chromium-driver from Debian (first time on this machine)" >&2
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-dejavu-core >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-dejavu-core >/dev/null
