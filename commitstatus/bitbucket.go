@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // bitbucket posts to Bitbucket Cloud's POST
@@ -63,7 +65,7 @@ func (b *bitbucket) Post(ctx context.Context, s Status) error {
 	}
 	u := b.base + "/repositories/" + url.PathEscape(b.workspace) + "/" + url.PathEscape(b.repo) + "/commit/" + s.Commit + "/statuses/build"
 	body := bitbucketStatus{Key: bitbucketKey(s.Context), State: bitbucketStates[s.State], Name: s.Context,
-		Description: clip(s.Description, bitbucketDescriptionMax), URL: b.web + s.Commit}
+		Description: clip.To(s.Description, bitbucketDescriptionMax), URL: b.web + s.Commit}
 	return b.post(ctx, s.Commit, u, body, func(req *http.Request) {
 		if b.creds.Username != "" && b.creds.Password != "" {
 			req.SetBasicAuth(b.creds.Username, b.creds.Password)

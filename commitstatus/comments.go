@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // Commenter comments on the pull requests (GitHub) or merge requests
@@ -140,7 +142,7 @@ type commentBody struct {
 // postEach posts body to the address at(n) of each distinct positive
 // number, at most MaxRequests of them, and returns the numbers posted to.
 func (h *host) postEach(ctx context.Context, what, commit string, numbers []int, at func(int) string, body string, auth func(*http.Request)) ([]int, error) {
-	b := commentBody{Body: clip(body, MaxCommentBytes)}
+	b := commentBody{Body: clip.To(body, MaxCommentBytes)}
 	var done []int
 	seen := map[int]bool{}
 	for _, n := range numbers {

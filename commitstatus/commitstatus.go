@@ -10,7 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // State is what gitsync says about a commit; each provider maps it to its
@@ -258,21 +259,7 @@ func answerMessage(answer []byte) string {
 			msg = string(b)
 		}
 	}
-	return clip(msg, 200)
-}
-
-// clip shortens s to at most n bytes of whole runes, ending in "…" when
-// cut; hosts refuse over-long descriptions rather than cut them.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ellipsis = "…"
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
+	return clip.To(msg, 200)
 }
 
 func (c Credentials) needToken(provider string) error {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // gitlab posts to POST /projects/{url-encoded path}/statuses/{sha} with the
@@ -44,7 +46,7 @@ func (g *gitlab) Post(ctx context.Context, s Status) error {
 		return err
 	}
 	u := g.base + "/projects/" + g.project + "/statuses/" + s.Commit
-	body := gitlabStatus{State: gitlabStates[s.State], Name: s.Context, Description: clip(s.Description, gitlabDescriptionMax)}
+	body := gitlabStatus{State: gitlabStates[s.State], Name: s.Context, Description: clip.To(s.Description, gitlabDescriptionMax)}
 	err := g.post(ctx, s.Commit, u, body, func(req *http.Request) {
 		req.Header.Set("PRIVATE-TOKEN", g.creds.Token)
 	})

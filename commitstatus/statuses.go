@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // statuses posts to POST /repos/{owner}/{repo}/statuses/{sha}, the API that
@@ -60,6 +62,6 @@ func (p *statuses) Post(ctx context.Context, s Status) error {
 		return err
 	}
 	u := p.base + "/repos/" + url.PathEscape(p.owner) + "/" + url.PathEscape(p.repo) + "/statuses/" + s.Commit
-	body := statusBody{State: string(s.State), Description: clip(s.Description, p.descriptionMax), Context: s.Context}
+	body := statusBody{State: string(s.State), Description: clip.To(s.Description, p.descriptionMax), Context: s.Context}
 	return p.post(ctx, s.Commit, u, body, func(req *http.Request) { p.auth(req, p.creds.Token) })
 }

@@ -177,7 +177,7 @@ func (r *GitSyncReconciler) commitPostFailed(rep commitstatus.Report, err error,
 		"provider", rep.To.Provider, "commit", rep.Status.Commit, "state", string(rep.Status.State), "error", err.Error())
 	r.opts.Metrics.ObserveCommitStatusError(rep.To.Provider)
 	if event {
-		r.recorder.Eventf(rep.Object, nil, corev1.EventTypeWarning, "CommitStatusFailed", "PostCommitStatus", "%s", clip(err.Error()))
+		r.recorder.Eventf(rep.Object, nil, corev1.EventTypeWarning, "CommitStatusFailed", "PostCommitStatus", "%s", clipMessage(err.Error()))
 	}
 }
 

@@ -152,7 +152,7 @@ func setDrifted(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	c := metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: v1.ReasonNoDrift,
 		Message: "every object matches Git", ObservedGeneration: gen}
 	if out.drift != "" {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1.ReasonDriftDetected, clip(out.drift)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1.ReasonDriftDetected, clipMessage(out.drift)
 	}
 	meta.SetStatusCondition(&s.Conditions, c)
 }

@@ -45,15 +45,15 @@ func (r *GitSyncReconciler) finalize(ctx context.Context, gs *v1.GitSync, st *sy
 		serr := r.writeStatus(ctx, gs, st, func(s *v1.GitSyncStatus) {
 			s.Inventory = inventory.ToGitSyncStatus(remaining)
 			meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
-				Reason: dec.Reason, Message: clip(dec.Message), ObservedGeneration: gs.Generation})
+				Reason: dec.Reason, Message: clipMessage(dec.Message), ObservedGeneration: gs.Generation})
 		})
 		return metrics.Retry, ctrl.Result{RequeueAfter: dec.RequeueAfter}, serr
 	}
 	crashpoint.Hit(crashpoint.InFinalizer)
 	if dec.Reason == v1.ReasonTimedOut {
-		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, dec.Reason, "Finalize", "%s", clip(dec.Message))
+		r.recorder.Eventf(gs, nil, corev1.EventTypeWarning, dec.Reason, "Finalize", "%s", clipMessage(dec.Message))
 	} else if note := changeNote(&outcome{pruned: res, attempted: gs.Status.LastAppliedRevision}); note != "" {
-		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, string(gs.Spec.DeletionPolicy), "Finalize", "%s", clip(note))
+		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, string(gs.Spec.DeletionPolicy), "Finalize", "%s", clipMessage(note))
 	}
 	if err := r.patchMeta(ctx, gs, st, func() { controllerutil.RemoveFinalizer(gs, v1.Finalizer) }); err != nil {
 		return metrics.Retry, ctrl.Result{}, client.IgnoreNotFound(err)

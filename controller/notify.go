@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/commitstatus"
-	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/notify"
 	"gitsync.dev/gitsync/tenant"
 )
@@ -127,7 +125,7 @@ func (r *GitSyncReconciler) notificationFailed(it notify.Item, err error) {
 	ctrl.Log.WithName("notify").Info("notification not sent; syncing goes on", "gitsync", it.Key.String(),
 		"provider", it.To.Provider, "state", string(it.Event.State), "error", err.Error())
 	r.opts.Metrics.ObserveNotificationError(it.To.Provider)
-	r.recorder.Eventf(it.Object, nil, corev1.EventTypeWarning, "NotificationFailed", "Notify", "%s", clip(err.Error()))
+	r.recorder.Eventf(it.Object, nil, corev1.EventTypeWarning, "NotificationFailed", "Notify", "%s", clipMessage(err.Error()))
 }
 
 // notifyClient is the one client every notification goes through: it
@@ -156,20 +154,7 @@ func changesOf(out *outcome) ([]notify.Change, int) {
 		}
 		list = append(list, notify.Change{Action: action, Subject: out.red.String(subject)})
 	}
-	if out.changes != nil {
-		for _, e := range out.changes.Entries {
-			if e.Action == apply.Created || e.Action == apply.Configured {
-				add(string(e.Action), e.Subject)
-			}
-		}
-	}
-	if out.pruned != nil {
-		for _, e := range out.pruned.Entries {
-			if e.Action == inventory.ActionPruned || e.Action == inventory.ActionOrphaned {
-				add(string(e.Action), e.ID.String())
-			}
-		}
-	}
+	out.eachChange(add)
 	return list, more
 }
 

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"gitsync.dev/gitsync/internal/clip"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -130,7 +131,7 @@ func (r *GitSyncReconciler) report(ctx context.Context, gs *v1.GitSync, st *sync
 // from one pass to the next, so a converged GitSync writes nothing.
 func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
 	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: clip(msg), ObservedGeneration: gen})
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: clipMessage(msg), ObservedGeneration: gen})
 	}
 	se := out.syncErr()
 	switch {
@@ -157,7 +158,7 @@ func setConditions(s *v1.GitSyncStatus, gen int64, out *outcome) {
 // emit records events for transitions only.
 func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevApplied string, out *outcome) {
 	if note := changeNote(out); note != "" {
-		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s", clip(note))
+		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s", clipMessage(note))
 	}
 	r.emitKept(gs, out.pruned)
 	after := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady)
@@ -199,20 +200,7 @@ func changeNote(out *outcome) string {
 			subjects = append(subjects, subject)
 		}
 	}
-	if out.changes != nil {
-		for _, e := range out.changes.Entries {
-			if e.Action == apply.Created || e.Action == apply.Configured {
-				add(string(e.Action), e.Subject)
-			}
-		}
-	}
-	if out.pruned != nil {
-		for _, e := range out.pruned.Entries {
-			if e.Action == inventory.ActionPruned || e.Action == inventory.ActionOrphaned {
-				add(string(e.Action), e.ID.String())
-			}
-		}
-	}
+	out.eachChange(add)
 	if len(order) == 0 {
 		return ""
 	}
@@ -221,6 +209,27 @@ func changeNote(out *outcome) string {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
 	}
 	return fmt.Sprintf("revision %s: %s (%s)", out.attempted, strings.Join(parts, ", "), strings.Join(subjects, ", "))
+}
+
+// eachChange calls f with each object out changed in the cluster, by
+// action (created, configured, pruned, orphaned) and subject
+// ("Kind/namespace/name"): the changes the log, Events and notifications
+// tell of.
+func (out *outcome) eachChange(f func(action, subject string)) {
+	if out.changes != nil {
+		for _, e := range out.changes.Entries {
+			if e.Action == apply.Created || e.Action == apply.Configured {
+				f(string(e.Action), e.Subject)
+			}
+		}
+	}
+	if out.pruned != nil {
+		for _, e := range out.pruned.Entries {
+			if e.Action == inventory.ActionPruned || e.Action == inventory.ActionOrphaned {
+				f(string(e.Action), e.ID.String())
+			}
+		}
+	}
 }
 
 // maxEventNote is the longest note the apiserver takes in an Event
@@ -233,20 +242,8 @@ const maxEventNote = 1024
 type clippedEvents struct{ events.EventRecorder }
 
 func (c clippedEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	text := fmt.Sprintf(note, args...)
-	if len(text) > maxEventNote {
-		cut := maxEventNote - len("…")
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut] + "…"
-	}
-	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", text)
+	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", clip.To(fmt.Sprintf(note, args...), maxEventNote))
 }
 
-func clip(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return s[:maxMessage] + "…"
-}
+// clipMessage bounds a condition's or an Event's message (maxMessage).
+func clipMessage(s string) string { return clip.To(s, maxMessage) }

@@ -235,7 +235,7 @@ func endSync(span trace.Span, out *outcome) {
 	}
 	if se := out.syncErr(); se != nil {
 		span.SetAttributes(attribute.String("gitsync.reason", se.Reason))
-		span.SetStatus(codes.Error, clip(se.Error()))
+		span.SetStatus(codes.Error, clipMessage(se.Error()))
 	}
 	span.End()
 }

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // maxMessage bounds the message quoted in a chat message; Discord refuses
@@ -93,7 +94,7 @@ func slackBody(e Event) map[string]any {
 	return map[string]any{
 		"text": Title(e),
 		"attachments": []map[string]any{{
-			"color": fmt.Sprintf("#%06X", colour(e.State)), "text": clip(e.Message, maxMessage),
+			"color": fmt.Sprintf("#%06X", colour(e.State)), "text": clip.To(e.Message, maxMessage),
 			"fields": fields, "ts": e.Time.Unix(), "fallback": Title(e),
 		}},
 	}
@@ -116,7 +117,7 @@ func teamsBody(e Event) map[string]any {
 		"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
 		"body": []map[string]any{
 			{"type": "TextBlock", "text": Title(e), "weight": "Bolder", "size": "Medium", "wrap": true, "color": titleColour},
-			{"type": "TextBlock", "text": clip(e.Message, maxMessage), "wrap": true},
+			{"type": "TextBlock", "text": clip.To(e.Message, maxMessage), "wrap": true},
 			{"type": "FactSet", "facts": fs},
 		},
 	}
@@ -129,28 +130,15 @@ func teamsBody(e Event) map[string]any {
 func discordBody(e Event) map[string]any {
 	var fields []map[string]any
 	for _, f := range facts(e) {
-		fields = append(fields, map[string]any{"name": f.name, "value": clip(f.value, 1000)})
+		fields = append(fields, map[string]any{"name": f.name, "value": clip.To(f.value, 1000)})
 	}
 	return map[string]any{
 		"content": Title(e),
 		"embeds": []map[string]any{{
-			"title": Title(e), "description": clip(e.Message, maxMessage), "color": colour(e.State),
+			"title": Title(e), "description": clip.To(e.Message, maxMessage), "color": colour(e.State),
 			"fields": fields, "timestamp": e.Time.UTC().Format(time.RFC3339),
 		}},
 		// A message quoting a manifest must not ping anyone.
 		"allowed_mentions": map[string]any{"parse": []string{}},
 	}
-}
-
-// clip shortens s to at most n bytes of whole runes, ending in "…" when cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ellipsis = "…"
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }

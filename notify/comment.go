@@ -3,6 +3,8 @@ package notify
 import (
 	"fmt"
 	"strings"
+
+	"gitsync.dev/gitsync/internal/clip"
 )
 
 // commentMessageMax bounds the condition message quoted in a comment.
@@ -30,7 +32,7 @@ func CommentBody(e Event) string {
 		fmt.Fprintf(&b, "**Reason:** %s\n", inlineCode(e.Reason))
 	}
 	if e.Message != "" {
-		b.WriteString("\n" + fenced("text", clip(e.Message, commentMessageMax)))
+		b.WriteString("\n" + fenced("text", clip.To(e.Message, commentMessageMax)))
 	}
 	b.WriteString("\n")
 	if len(e.Changes) == 0 {
