@@ -246,27 +246,35 @@ func TestCommitStatusHostFailures(t *testing.T) {
 	})
 }
 
-// waitCommitStatusEvent waits for the CommitStatusFailed event containing
-// word, and checks that no such event carries the token.
-func waitCommitStatusEvent(t *testing.T, c client.Client, ns, word string) {
+// waitWarningEvent waits for an Event of reason whose message contains
+// word, and fails on any Event of reason that is not a Warning or quotes
+// secret (a token, a webhook address).
+func waitWarningEvent(t *testing.T, c client.Client, ns, reason, word, secret string) {
 	t.Helper()
-	eventually(t, "a CommitStatusFailed event naming "+word, func(ctx context.Context) (bool, error) {
+	eventually(t, "a "+reason+" event naming "+word, func(ctx context.Context) (bool, error) {
 		evs := &corev1.EventList{}
 		if err := c.List(ctx, evs, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
 		found := false
 		for _, e := range evs.Items {
-			if e.Reason != "CommitStatusFailed" {
+			if e.Reason != reason {
 				continue
 			}
-			if e.Type != corev1.EventTypeWarning || strings.Contains(e.Message, hostToken) {
-				t.Fatalf("event %s %q: want a Warning without the token", e.Type, e.Message)
+			if e.Type != corev1.EventTypeWarning || strings.Contains(e.Message, secret) {
+				t.Fatalf("event %s %q: want a Warning without the secret", e.Type, e.Message)
 			}
 			found = found || strings.Contains(e.Message, word)
 		}
 		return found, nil
 	})
+}
+
+// waitCommitStatusEvent waits for the CommitStatusFailed event containing
+// word, and checks that no such event carries the token.
+func waitCommitStatusEvent(t *testing.T, c client.Client, ns, word string) {
+	t.Helper()
+	waitWarningEvent(t, c, ns, "CommitStatusFailed", word, hostToken)
 }
 
 // counter returns the value of counter name's series with label=value.

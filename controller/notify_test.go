@@ -245,23 +245,7 @@ func TestNotificationFailures(t *testing.T) {
 // word, and checks that none quotes the destination's address.
 func waitNotificationEvent(t *testing.T, c client.Client, ns, word string) {
 	t.Helper()
-	eventually(t, "a NotificationFailed event naming "+word, func(ctx context.Context) (bool, error) {
-		evs := &corev1.EventList{}
-		if err := c.List(ctx, evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		found := false
-		for _, e := range evs.Items {
-			if e.Reason != "NotificationFailed" {
-				continue
-			}
-			if e.Type != corev1.EventTypeWarning || strings.Contains(e.Message, "s3cr3t") {
-				t.Fatalf("event %s %q: want a Warning without the address", e.Type, e.Message)
-			}
-			found = found || strings.Contains(e.Message, word)
-		}
-		return found, nil
-	})
+	waitWarningEvent(t, c, ns, "NotificationFailed", word, "s3cr3t")
 }
 
 // TestNotificationSecretReadAsAccount is the attack: a tenant names, in
