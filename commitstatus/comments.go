@@ -54,10 +54,11 @@ func NewCommenter(o Options) (Commenter, error) {
 		return nil, err
 	}
 	if o.Provider == "gitlab" {
-		if !strings.Contains(repo.Path, "/") {
-			return nil, fmt.Errorf("repository path %s is not GROUP/PROJECT", repo.Path)
+		project, err := gitlabProject(repo)
+		if err != nil {
+			return nil, err
 		}
-		return &gitlabComments{host: h, project: url.PathEscape(repo.Path)}, nil
+		return &gitlabComments{host: h, project: project}, nil
 	}
 	owner, name, err := repo.ownerRepo()
 	if err != nil {
@@ -76,11 +77,7 @@ type githubComments struct {
 
 var _ Commenter = (*githubComments)(nil)
 
-func (g *githubComments) auth(req *http.Request) {
-	req.Header.Set("Authorization", "Bearer "+g.creds.Token)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-}
+func (g *githubComments) auth(req *http.Request) { githubAuth(req, g.creds.Token) }
 
 func (g *githubComments) Comment(ctx context.Context, commit, body string) ([]int, error) {
 	if err := checkCommit(g.provider, commit); err != nil {
@@ -111,7 +108,7 @@ type gitlabComments struct {
 
 var _ Commenter = (*gitlabComments)(nil)
 
-func (g *gitlabComments) auth(req *http.Request) { req.Header.Set("PRIVATE-TOKEN", g.creds.Token) }
+func (g *gitlabComments) auth(req *http.Request) { gitlabAuth(req, g.creds.Token) }
 
 func (g *gitlabComments) Comment(ctx context.Context, commit, body string) ([]int, error) {
 	if err := checkCommit(g.provider, commit); err != nil {

@@ -23,14 +23,27 @@ var _ Poster = (*gitlab)(nil)
 const gitlabDescriptionMax = 255
 
 func newGitLab(h *host, r Repository) (Poster, error) {
-	if !strings.Contains(r.Path, "/") {
-		return nil, errors.New("repository path " + r.Path + " is not GROUP/PROJECT")
+	project, err := gitlabProject(r)
+	if err != nil {
+		return nil, err
 	}
 	if err := h.creds.needToken(h.provider); err != nil {
 		return nil, err
 	}
-	return &gitlab{host: h, project: url.PathEscape(r.Path)}, nil
+	return &gitlab{host: h, project: project}, nil
 }
+
+// gitlabProject is r's project as GitLab's API names it: its whole path
+// (subgroups included) as one URL segment, its slashes %2F.
+func gitlabProject(r Repository) (string, error) {
+	if !strings.Contains(r.Path, "/") {
+		return "", errors.New("repository path " + r.Path + " is not GROUP/PROJECT")
+	}
+	return url.PathEscape(r.Path), nil
+}
+
+// gitlabAuth sends a GitLab token.
+func gitlabAuth(req *http.Request, token string) { req.Header.Set("PRIVATE-TOKEN", token) }
 
 type gitlabStatus struct {
 	State       string `json:"state"` // pending, running, success, failed, canceled
@@ -47,9 +60,7 @@ func (g *gitlab) Post(ctx context.Context, s Status) error {
 	}
 	u := g.base + "/projects/" + g.project + "/statuses/" + s.Commit
 	body := gitlabStatus{State: gitlabStates[s.State], Name: s.Context, Description: clip.To(s.Description, gitlabDescriptionMax)}
-	err := g.post(ctx, s.Commit, u, body, func(req *http.Request) {
-		req.Header.Set("PRIVATE-TOKEN", g.creds.Token)
-	})
+	err := g.post(ctx, s.Commit, u, body, func(req *http.Request) { gitlabAuth(req, g.creds.Token) })
 	// GitLab refuses to set the state a status already has ("Cannot
 	// transition status via :run from :running"): the commit shows what we
 	// meant, which is what a repeat after a restart wants.

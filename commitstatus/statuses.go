@@ -24,11 +24,15 @@ type statuses struct {
 var _ Poster = (*statuses)(nil)
 
 func newGitHub(h *host, r Repository) (Poster, error) {
-	return newStatuses(h, r, 140, func(req *http.Request, token string) {
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Accept", "application/vnd.github+json")
-		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	})
+	return newStatuses(h, r, 140, githubAuth)
+}
+
+// githubAuth sends a GitHub token with the REST API's media type and
+// version.
+func githubAuth(req *http.Request, token string) {
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 }
 
 // newGitea keeps descriptions to what every Gitea version stores.
