@@ -2,13 +2,11 @@ package commitstatus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,8 +17,7 @@ import (
 // lookup of sha's requests with list, and records every request.
 type commentHost struct {
 	*httptest.Server
-	mu   sync.Mutex
-	got  []request
+	recorder
 	list string
 	// postCode answers the comment posts; 0 is 201.
 	postCode int
@@ -30,12 +27,7 @@ func newCommentHost(t *testing.T, list string) *commentHost {
 	t.Helper()
 	h := &commentHost{list: list}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		data, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(data, &body)
-		h.mu.Lock()
-		h.got = append(h.got, request{Method: r.Method, Path: r.URL.EscapedPath(), Header: r.Header.Clone(), Body: body})
-		h.mu.Unlock()
+		h.record(r)
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodGet {
 			_, _ = io.WriteString(w, h.list)
@@ -50,12 +42,6 @@ func newCommentHost(t *testing.T, list string) *commentHost {
 	}))
 	t.Cleanup(h.Close)
 	return h
-}
-
-func (h *commentHost) requests() []request {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]request(nil), h.got...)
 }
 
 // call is the part of a request a test compares.

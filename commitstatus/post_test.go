@@ -31,12 +31,33 @@ type request struct {
 	Body         map[string]any
 }
 
+// recorder keeps the requests a stand-in host received, its JSON body
+// decoded.
+type recorder struct {
+	mu  sync.Mutex
+	got []request
+}
+
+func (rec *recorder) record(r *http.Request) {
+	var body map[string]any
+	data, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(data, &body)
+	rec.mu.Lock()
+	rec.got = append(rec.got, request{Method: r.Method, Path: r.URL.EscapedPath(), Header: r.Header.Clone(), Body: body})
+	rec.mu.Unlock()
+}
+
+func (rec *recorder) requests() []request {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]request(nil), rec.got...)
+}
+
 // standIn is a Git host's API on loopback: it records each request and
 // answers with status and body.
 type standIn struct {
 	*httptest.Server
-	mu   sync.Mutex
-	got  []request
+	recorder
 	code int
 	body string
 }
@@ -45,24 +66,13 @@ func newStandIn(t *testing.T, code int, body string) *standIn {
 	t.Helper()
 	s := &standIn{code: code, body: body}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		data, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(data, &body)
-		s.mu.Lock()
-		s.got = append(s.got, request{Method: r.Method, Path: r.URL.EscapedPath(), Header: r.Header.Clone(), Body: body})
-		s.mu.Unlock()
+		s.record(r)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(s.code)
 		_, _ = io.WriteString(w, s.body)
 	}))
 	t.Cleanup(s.Close)
 	return s
-}
-
-func (s *standIn) requests() []request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]request(nil), s.got...)
 }
 
 func plainClient() *http.Client {
