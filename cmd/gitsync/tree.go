@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/object"
@@ -89,18 +90,9 @@ func (o *treeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	inv, err := inventory.FromGitSyncStatus(gs)
+	_, entries, err := inventoryHealth(ctx, tgt, gs, &o.HealthRules)
 	if err != nil {
 		return withExitCode(exitError, err)
-	}
-	hr, err := o.HealthRules.Rules(gs.Spec.HealthChecks)
-	if err != nil {
-		return withExitCode(exitError, fmt.Errorf("GitSync/%s/%s spec.healthChecks: %w", gs.Namespace, gs.Name, err))
-	}
-	live := treeReader(tgt, inv)
-	entries := make([]treeEntry, 0, inv.Len())
-	for _, e := range inv.Entries {
-		entries = append(entries, treeEntryOf(ctx, tgt, live, e, hr))
 	}
 	if o.Output != outputText {
 		return writeStructured(o.Out, o.Output, entries)
@@ -116,6 +108,26 @@ func (o *treeOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", e.Subject, status, e.Message)
 	}
 	return w.Flush()
+}
+
+// inventoryHealth reads each object of gs's inventory and judges its
+// health by gs's spec.healthChecks over extra's rules: what gitsync tree
+// prints and the web view shows, entry by entry.
+func inventoryHealth(ctx context.Context, tgt *connectedCluster, gs *gitsyncv1.GitSync, extra *healthRuleFlags) ([]inventory.Entry, []treeEntry, error) {
+	inv, err := inventory.FromGitSyncStatus(gs)
+	if err != nil {
+		return nil, nil, err
+	}
+	hr, err := extra.Rules(gs.Spec.HealthChecks)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GitSync/%s/%s spec.healthChecks: %w", gs.Namespace, gs.Name, err)
+	}
+	live := treeReader(tgt, inv)
+	entries := make([]treeEntry, 0, inv.Len())
+	for _, e := range inv.Entries {
+		entries = append(entries, treeEntryOf(ctx, tgt, live, e, hr))
+	}
+	return inv.Entries, entries, nil
 }
 
 // treeEntryOf reads one inventory object and checks its health. A read

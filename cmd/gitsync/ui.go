@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
-	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/webui"
 )
 
@@ -211,17 +210,12 @@ func (v *clusterView) Detail(ctx context.Context, key types.NamespacedName) (*we
 		return nil, fmt.Errorf("GitSync/%s/%s: %w", key.Namespace, key.Name, err)
 	}
 	d := webui.DetailOf(gs)
-	inv, err := inventory.FromGitSyncStatus(gs)
+	inv, health, err := inventoryHealth(ctx, v.tgt, gs, &healthRuleFlags{})
 	if err != nil {
 		return nil, err
 	}
-	rules, err := (&healthRuleFlags{}).Rules(gs.Spec.HealthChecks)
-	if err != nil {
-		return nil, fmt.Errorf("GitSync/%s/%s spec.healthChecks: %w", gs.Namespace, gs.Name, err)
-	}
-	live := treeReader(v.tgt, inv)
-	for _, e := range inv.Entries {
-		te := treeEntryOf(ctx, v.tgt, live, e, rules)
+	for i, e := range inv {
+		te := health[i]
 		d.Objects = append(d.Objects, webui.Object{Group: e.ID.Group, Kind: e.ID.Kind, Namespace: e.ID.Namespace,
 			Name: e.ID.Name, Status: te.Status, Message: te.Message, Pending: te.Pending})
 	}
