@@ -70,13 +70,17 @@ func connectGitSync(ctx context.Context, o *targetOptions, name string) (*connec
 	return tgt, gs, nil
 }
 
+// errGitSyncNotServed is what a command reading GitSyncs says of a cluster
+// without the CRD.
+var errGitSyncNotServed = fmt.Errorf("the cluster does not serve GitSync (%s): install the gitsync CRD first", gitsyncv1.GroupVersion)
+
 // getGitSync reads one GitSync, with errors that say what to do.
 func getGitSync(ctx context.Context, c client.Reader, key client.ObjectKey) (*gitsyncv1.GitSync, error) {
 	gs := &gitsyncv1.GitSync{}
 	err := c.Get(ctx, key, gs)
 	switch {
 	case meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("the cluster does not serve GitSync (%s): install the gitsync CRD first", gitsyncv1.GroupVersion)
+		return nil, errGitSyncNotServed
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("GitSync/%s/%s not found", key.Namespace, key.Name)
 	case err != nil:

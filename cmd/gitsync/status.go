@@ -99,7 +99,7 @@ func (o *statusOptions) Run(ctx context.Context) error {
 		err = tgt.Client.List(ctx, list, opts...)
 	}
 	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("the cluster does not serve GitSync (%s): install the gitsync CRD first", gitsyncv1.GroupVersion)
+		return errGitSyncNotServed
 	}
 	if err != nil {
 		return err

@@ -136,7 +136,7 @@ func newClusterView(ctx context.Context, tgt *connectedCluster, ns string, kube 
 	}
 	switch err := tgt.Client.List(ctx, probe, append(opts, client.Limit(1))...); {
 	case meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("the cluster does not serve GitSync (%s): install the gitsync CRD first", gitsyncv1.GroupVersion)
+		return nil, errGitSyncNotServed
 	case err != nil:
 		return nil, fmt.Errorf("list GitSyncs: %w", err)
 	}
