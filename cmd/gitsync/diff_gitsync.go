@@ -99,6 +99,11 @@ func newGitSyncPreview(ctx context.Context, user *connectedCluster, ref string) 
 	if err != nil {
 		return nil, err
 	}
+	return previewOf(user, gs)
+}
+
+// previewOf is the preview of gs, already read.
+func previewOf(user *connectedCluster, gs *gitsyncv1.GitSync) (*gitSyncPreview, error) {
 	if gs.Spec.KubeConfig != nil {
 		return nil, fmt.Errorf("GitSync/%s/%s applies to another cluster (spec.kubeConfig): preview it against that cluster with --kubeconfig and without --gitsync", gs.Namespace, gs.Name)
 	}

@@ -213,7 +213,7 @@ func (o *traceOptions) fileOf(ctx context.Context, user *connectedCluster, gs *g
 	if rev, ok := sourcegit.ParseRevision(gs.Status.LastAppliedRevision); ok && rev.Commit != "" && rev.Chart == "" {
 		src.Commit = rev.Commit // what was applied, not what the ref names now
 	}
-	p, err := newGitSyncPreview(ctx, user, gs.Namespace+"/"+gs.Name)
+	p, err := previewOf(user, gs)
 	if err != nil {
 		return "", err
 	}
