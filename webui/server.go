@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -36,6 +38,8 @@ type Server struct {
 	// port is the listener's; a request naming another is refused.
 	port string
 	now  func() time.Time
+	// mask is applied to every page before it is sent.
+	mask func(string) string
 
 	mu sync.Mutex
 	// version counts the Backend's changes; changed is closed and
@@ -44,8 +48,14 @@ type Server struct {
 	changed chan struct{}
 }
 
-// New returns a server of b's pages.
-func New(b Backend) (*Server, error) {
+// New returns a server of b's pages. Every page is passed through mask
+// before it is sent (the process's redactor: a preview renders values
+// read from the GitSync's Secrets, which only it knows); nil sends pages as
+// they are.
+func New(b Backend, mask func(string) string) (*Server, error) {
+	if mask == nil {
+		mask = func(s string) string { return s }
+	}
 	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -55,7 +65,7 @@ func New(b Backend) (*Server, error) {
 		return nil, err
 	}
 	return &Server{backend: b, pages: pages, token: base64.RawURLEncoding.EncodeToString(key[:]),
-		now: time.Now, changed: make(chan struct{})}, nil
+		now: time.Now, mask: mask, changed: make(chan struct{})}, nil
 }
 
 // Listen opens addr, which must be a loopback address ("127.0.0.1:0"
@@ -197,8 +207,11 @@ type page struct {
 	Title string
 	// Token goes into every action's form.
 	Token string
-	// Live is set on pages that follow changes.
-	Live bool
+	// Live is set on pages that follow changes; Version is the Backend's
+	// version the page was read at (taken before reading), so a change
+	// between the read and the page's stream is not missed.
+	Live    bool
+	Version int
 	// Notice is the outcome of the action just taken, Error a failure.
 	Notice, Error string
 	Now           time.Time
@@ -212,8 +225,8 @@ type listData struct {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	items, err := s.backend.List(r.Context())
 	p := s.page("GitSyncs", true)
+	items, err := s.backend.List(r.Context())
 	if err != nil {
 		p.Error = err.Error()
 	}
@@ -235,8 +248,8 @@ var notices = map[string]string{
 
 func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	key := keyOf(r)
-	d, err := s.backend.Detail(r.Context(), key)
 	p := s.page(key.Namespace+"/"+key.Name, true)
+	d, err := s.backend.Detail(r.Context(), key)
 	p.Notice = notices[r.URL.Query().Get("did")]
 	if err != nil {
 		p.Error = err.Error()
@@ -322,8 +335,11 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// page starts the page title; called before the Backend is read, so its
+// Version is never newer than what the page shows.
 func (s *Server) page(title string, live bool) *page {
-	return &page{Title: title, Token: s.token, Live: live, Now: s.now()}
+	v, _ := s.current()
+	return &page{Title: title, Token: s.token, Live: live, Version: v, Now: s.now()}
 }
 
 // render writes the named page, or with ?fragment=1 only its content (what
@@ -334,9 +350,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p *
 	if r.URL.Query().Get("fragment") == "1" {
 		tmpl = name + ".content"
 	}
-	if err := s.pages.ExecuteTemplate(w, tmpl, p); err != nil {
-		fmt.Fprintf(w, "<p class=error>page failed: %s</p>", template.HTMLEscapeString(err.Error()))
+	var page bytes.Buffer
+	if err := s.pages.ExecuteTemplate(&page, tmpl, p); err != nil {
+		fmt.Fprintf(&page, "<p class=error>page failed: %s</p>", template.HTMLEscapeString(err.Error()))
 	}
+	_, _ = io.WriteString(w, s.mask(page.String())) // whole, so a value is never split between writes
 }
 
 func keyOf(r *http.Request) types.NamespacedName {

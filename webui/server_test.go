@@ -24,16 +24,23 @@ type stand struct {
 	items   []Summary
 	actions []string
 	changes chan struct{}
+	// duringList, when set, runs inside List (a change while a page reads).
+	duringList func()
 }
 
 func (b *stand) List(context.Context) ([]Summary, error) {
+	if b.duringList != nil {
+		b.duringList()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]Summary(nil), b.items...), nil
 }
 
 func (b *stand) Detail(_ context.Context, key types.NamespacedName) (*Detail, error) {
-	items, _ := b.List(context.Background())
+	b.mu.Lock()
+	items := append([]Summary(nil), b.items...)
+	b.mu.Unlock()
 	for _, s := range items {
 		if s.Key() == key {
 			return &Detail{Summary: s, Objects: []Object{{Kind: "Secret", Namespace: key.Namespace, Name: "creds", Status: "Current"}}}, nil
@@ -81,7 +88,13 @@ func (b *stand) done() []string {
 // serve starts s on a loopback port and returns its base URL.
 func serve(t *testing.T, b Backend) (*Server, string) {
 	t.Helper()
-	s, err := New(b)
+	return serveMasked(t, b, nil)
+}
+
+// serveMasked is serve with the pages passed through mask.
+func serveMasked(t *testing.T, b Backend, mask func(string) string) (*Server, string) {
+	t.Helper()
+	s, err := New(b, mask)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +283,46 @@ func TestListenRefusesOtherAddresses(t *testing.T) {
 			ln.Close()
 			t.Errorf("Listen(%q) accepted", addr)
 		}
+	}
+}
+
+// TestPagesAreMasked: every page, whole or as the live fragment, goes
+// through the mask New was given (gitsync ui's is the process's redactor,
+// which knows the values a preview read from Secrets).
+func TestPagesAreMasked(t *testing.T) {
+	b := newStand()
+	const secret = "variable-from-a-secret"
+	_, base := serveMasked(t, b, func(s string) string { return strings.ReplaceAll(s, secret, "***") })
+	for _, path := range []string{"/gitsyncs/prod/web/preview?branch=" + secret, "/gitsyncs/prod/web/preview?fragment=1&branch=" + secret} {
+		_, body := get(t, http.DefaultClient, base+path, "")
+		if strings.Contains(body, secret) || !strings.Contains(body, "(branch ***)") {
+			t.Errorf("%s is not masked:\n%s", path, body)
+		}
+	}
+}
+
+// TestPageVersionPrecedesItsRead: a live page carries the version taken
+// before its Backend read, so a change during the read leaves the page
+// behind the stream's hello, and its script fetches it again (app.js)
+// instead of showing the older read until the next change.
+func TestPageVersionPrecedesItsRead(t *testing.T) {
+	b := newStand()
+	s, base := serve(t, b)
+	var once sync.Once
+	b.duringList = func() {
+		once.Do(func() {
+			b.changes <- struct{}{}
+			for v, _ := s.current(); v == 0; v, _ = s.current() {
+				<-time.After(time.Millisecond) // polling the server's version, bumped by its follower
+			}
+		})
+	}
+	_, body := get(t, http.DefaultClient, base+"/", "")
+	if !strings.Contains(body, `data-version="0"`) {
+		t.Errorf("the page read during change 1 says another version:\n%s", body)
+	}
+	_, body = get(t, http.DefaultClient, base+"/", "")
+	if !strings.Contains(body, `data-version="1"`) {
+		t.Errorf("the next page does not say version 1:\n%s", body)
 	}
 }

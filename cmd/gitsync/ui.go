@@ -102,7 +102,7 @@ func (o *uiOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(exitError, err)
 	}
-	srv, err := webui.New(view)
+	srv, err := webui.New(view, sensitive.String) // the pages are this process's output, as stdout is
 	if err != nil {
 		return withExitCode(exitError, err)
 	}

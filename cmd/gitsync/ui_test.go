@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitsyncv1 "gitsync.dev/gitsync/api/v1alpha1"
@@ -36,12 +38,20 @@ func TestUI(t *testing.T) {
 	startRun(t, ns, "--leader-elect=false")
 	c := gitsyncClient(t)
 	repo := gittest.NewRepo(t, t.TempDir())
-	const value1, value2 = "ui-first-secret-7c1f", "ui-branch-secret-9d2e"
+	// value3 is a variable from a Secret (spec.substituteFrom) the branch
+	// substitutes into a ConfigMap: only the process's redactor knows it.
+	const value1, value2, value3 = "ui-first-secret-7c1f", "ui-branch-secret-9d2e", "ui-variable-secret-4b8a"
+	vars := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, StringData: map[string]string{"DB_PASSWORD": value3}}
+	if err := c.Create(context.Background(), vars); err != nil {
+		t.Fatal(err)
+	}
 	commit1 := repo.Commit("one", map[string]string{
 		"deploy/a.yaml":     configMap("a", "value", "1"),
 		"deploy/creds.yaml": secretManifest("creds", value1),
 	})
-	web := gitsynctest.New(ns, "web", repo.URL())
+	web := gitsynctest.New(ns, "web", repo.URL(), func(gs *gitsyncv1.GitSync) {
+		gs.Spec.SubstituteFrom = []gitsyncv1.SubstituteReference{{Kind: "Secret", Name: "vars"}}
+	})
 	broken := gitsynctest.New(ns, "broken", repo.URL(), func(gs *gitsyncv1.GitSync) { gs.Spec.Source.Path = "absent" })
 	poll(t, "create GitSyncs (CRD installed by the agent)", func(ctx context.Context) (bool, error) {
 		return c.Create(ctx, web.DeepCopy()) == nil, nil
@@ -53,7 +63,7 @@ func TestUI(t *testing.T) {
 	// A branch that changes the ConfigMap and the Secret, to preview.
 	repo.Branch("feature")
 	repo.Commit("feature", map[string]string{
-		"deploy/a.yaml":     configMap("a", "value", "from-feature"),
+		"deploy/a.yaml":     configMap("a", "value", "from-feature-${DB_PASSWORD}"),
 		"deploy/creds.yaml": secretManifest("creds", value2),
 	})
 	repo.Checkout("main")
@@ -140,7 +150,7 @@ func TestUI(t *testing.T) {
 	keep()
 
 	// No page held a Secret value, in any encoding the object carries.
-	for _, v := range []string{value1, value2} {
+	for _, v := range []string{value1, value2, value3} {
 		for _, enc := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
 			for i, p := range pages {
 				if strings.Contains(p, enc) {

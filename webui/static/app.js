@@ -19,6 +19,8 @@
   // refresh fetches the page's content again and swaps it in, keeping the
   // focused element (by id) and the filter's text.
   var busy = false, again = null;
+  // shown is the version the content on screen was read at.
+  var shown = main.getAttribute("data-version");
   function refresh(version) {
     if (busy) { again = version; return; }
     busy = true;
@@ -36,6 +38,7 @@
         var el = focused && document.getElementById(focused);
         if (el) el.focus();
         document.body.setAttribute("data-version", version);
+        shown = version;
       })
       .catch(function () {})
       .finally(function () {
@@ -47,7 +50,12 @@
   if (main.hasAttribute("data-live") && window.EventSource) {
     var timer = null;
     var es = new EventSource(main.getAttribute("data-live"));
-    es.addEventListener("hello", function (e) { document.body.setAttribute("data-live-since", e.data); });
+    // The stream's first word is the current version: a change between
+    // the page's read and this connection is fetched now, not missed.
+    es.addEventListener("hello", function (e) {
+      document.body.setAttribute("data-live-since", e.data);
+      if (e.data !== shown) refresh(e.data);
+    });
     es.onmessage = function (e) {
       clearTimeout(timer);
       timer = setTimeout(function () { refresh(e.data); }, 100);
