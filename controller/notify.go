@@ -75,7 +75,7 @@ func (r *GitSyncReconciler) notifyTransition(gs *v1.GitSync, before *metav1.Cond
 		return
 	}
 	after := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady)
-	what, ok := transitionOf(before, after, prevApplied != gs.Status.LastAppliedRevision, changeNote(out) != "")
+	what, ok := transitionOf(before, after, prevApplied != gs.Status.LastAppliedRevision, out.changedObjects())
 	if !ok {
 		return
 	}

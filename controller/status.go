@@ -175,7 +175,7 @@ func (r *GitSyncReconciler) emit(gs *v1.GitSync, before *metav1.Condition, prevA
 		r.recorder.Eventf(gs, nil, typ, after.Reason, "Reconcile", "%s", after.Message)
 	case after.Status == metav1.ConditionTrue && !wasReady && before != nil && !progressReason(before.Reason):
 		r.recorder.Eventf(gs, nil, corev1.EventTypeNormal, "Recovered", "Reconcile", "%s", after.Message)
-	case after.Status == metav1.ConditionTrue && !wasReady && prevApplied != gs.Status.LastAppliedRevision && changeNote(out) == "":
+	case after.Status == metav1.ConditionTrue && !wasReady && prevApplied != gs.Status.LastAppliedRevision && !out.changedObjects():
 		// The end of a wait (the objects changed in an earlier pass), or a
 		// first sync that found everything in place. A Ready GitSync whose
 		// new revision changed nothing of its own (another path of its
@@ -209,6 +209,14 @@ func changeNote(out *outcome) string {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
 	}
 	return fmt.Sprintf("revision %s: %s (%s)", out.attempted, strings.Join(parts, ", "), strings.Join(subjects, ", "))
+}
+
+// changedObjects reports whether out changed any object in the cluster
+// (what changeNote would tell of), without making the note.
+func (out *outcome) changedObjects() bool {
+	changed := false
+	out.eachChange(func(string, string) { changed = true })
+	return changed
 }
 
 // eachChange calls f with each object out changed in the cluster, by
