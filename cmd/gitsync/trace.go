@@ -57,6 +57,14 @@ type traced struct {
 	Note string `json:"note,omitempty"`
 }
 
+// note adds what could not be found out to t's Note.
+func (t *traced) note(s string) {
+	if t.Note != "" {
+		t.Note += "; "
+	}
+	t.Note += s
+}
+
 // newTraceCmd returns the trace command.
 func newTraceCmd(kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &traceOptions{Target: targetOptions{Flags: kube}, now: time.Now}
@@ -187,18 +195,18 @@ func (o *traceOptions) trace(ctx context.Context, user *connectedCluster, obj *u
 		t.Source += " path " + p
 	}
 	if !t.InInventory {
-		t.Note = "the GitSync's inventory does not list this object (with this UID): it is not pruned by it"
+		t.note("the GitSync's inventory does not list this object (with this UID): it is not pruned by it")
 	}
 	if t.Revision == "" {
-		t.Note = strings.TrimPrefix(t.Note+"; ", "; ") + "the GitSync has applied no revision yet"
+		t.note("the GitSync has applied no revision yet")
 		return t
 	}
 	file, err := o.fileOf(ctx, user, gs, id)
 	switch {
 	case err != nil:
-		t.Note = strings.TrimPrefix(t.Note+"; ", "; ") + "its revision could not be rendered: " + err.Error()
+		t.note("its revision could not be rendered: " + err.Error())
 	case file == "":
-		t.Note = strings.TrimPrefix(t.Note+"; ", "; ") + "its applied revision does not define this object (it left Git; a sync with spec.prune deletes it)"
+		t.note("its applied revision does not define this object (it left Git; a sync with spec.prune deletes it)")
 	default:
 		t.File = file
 	}
