@@ -10,7 +10,6 @@ import (
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/cluster"
-	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/source/git"
 )
 
@@ -33,12 +32,12 @@ type waveHold struct {
 
 // waveGate returns the gate between waves of gs's revision rev: nil (never
 // hold) without spec.wait. What it saw when it held is left in hold.
-func (r *GitSyncReconciler) waveGate(gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, rev git.Revision, hr health.Rules, hold *waveHold) apply.WaveGate {
+func (r *GitSyncReconciler) waveGate(gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, rev git.Revision, judge *healthJudge, hold *waveHold) apply.WaveGate {
 	if !gs.Spec.Wait {
 		return nil
 	}
 	return func(ctx context.Context, done, next int, cs *apply.ChangeSet) bool {
-		pending, err := healthOf(ctx, tgt.Cache, objs, cs, hr)
+		pending, err := judge.pending(ctx, tgt.Cache, objs, cs)
 		if err != nil {
 			hold.err = healthError(err)
 			return false

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"reflect"
@@ -14,9 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "gitsync.dev/gitsync/api/v1alpha1"
 	"gitsync.dev/gitsync/apply"
@@ -30,18 +27,9 @@ import (
 // objects, every change of them does.
 
 // newDriftWatch returns the kinds watch whose events requeue owners as
-// driftPredicate says, for the GitSyncs in waits.
+// driftPredicate says, for the GitSyncs in waits (ownerHandler).
 func newDriftWatch(c livecache.Watcher, waits *waitSet) *livecache.Kinds {
-	return livecache.NewKinds(c, handler.TypedEnqueueRequestsFromMapFunc(ownerOf), driftPredicate(waits))
-}
-
-// ownerOf maps a managed object to its GitSync through the owner labels.
-func ownerOf(_ context.Context, obj *unstructured.Unstructured) []reconcile.Request {
-	key, ok := ownerKey(obj)
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: key}}
+	return livecache.NewKinds(c, ownerHandler{waits: waits}, driftPredicate(waits))
 }
 
 func ownerKey(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
@@ -125,9 +113,11 @@ func (w *waitSet) set(key types.NamespacedName, waiting bool) {
 // hasOwner reports whether obj's owner waits.
 func (w *waitSet) hasOwner(obj *unstructured.Unstructured) bool {
 	key, ok := ownerKey(obj)
-	if !ok {
-		return false
-	}
+	return ok && w.has(key)
+}
+
+// has reports whether the GitSync key waits.
+func (w *waitSet) has(key types.NamespacedName) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.keys[key]

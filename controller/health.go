@@ -61,14 +61,50 @@ type healthWait struct {
 	since  time.Time
 }
 
-// healthOf returns the objects of a successful apply that are not Current,
-// read from the watch cache (no request). An object this run created or
-// configured is not Current yet whatever the cache holds: the cache may not
-// have the write yet, and its controller has not acted on it. The watch
-// event of that write requeues the GitSync, whose next reconcile finds the
-// object unchanged and reads its health.
-// A health rule that fails to evaluate is a Stalled error.
-func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unstructured, cs *apply.ChangeSet, hr health.Rules) ([]health.Result, error) {
+// healthJudge judges the health of one sync's objects: each object the
+// sync created or configured as the apiserver answered its write
+// (apply.Applier.WithWritten), each one left unchanged as the watch cache
+// holds it. The answer to a write is the object as that write stored it,
+// which is what the write's watch event will bring: judging it at once
+// decides what the reconcile that event requeues would decide, without
+// waiting for the event and then, behind other GitSyncs' syncs, for a
+// worker. An object its controller has still to act on says so there as
+// anywhere (a generation ahead of status.observedGeneration, no status).
+type healthJudge struct {
+	ctx   context.Context
+	rules health.Rules
+	// written is indexed like the sync's objects; each index is written
+	// by the one apply worker that wrote that object.
+	written []writeVerdict
+}
+
+// writeVerdict is the health of one written object.
+type writeVerdict struct {
+	seen bool
+	res  health.Result
+	err  error
+}
+
+func newHealthJudge(ctx context.Context, objects int, hr health.Rules) *healthJudge {
+	return &healthJudge{ctx: ctx, rules: hr, written: make([]writeVerdict, objects)}
+}
+
+// observe is the applier's WithWritten function.
+func (j *healthJudge) observe(i int, live *unstructured.Unstructured) {
+	if i < 0 || i >= len(j.written) {
+		return
+	}
+	res, err := health.CheckWith(j.ctx, live, j.rules)
+	j.written[i] = writeVerdict{seen: true, res: res, err: err}
+}
+
+// pending returns the objects of a successful apply that are not Current.
+// A written object whose answer was not seen is not Current yet whatever
+// the cache holds: the cache may not have the write yet. The watch event
+// of that write requeues the GitSync, whose next reconcile finds the
+// object unchanged and reads its health. A health rule that fails to
+// evaluate is a Stalled error.
+func (j *healthJudge) pending(ctx context.Context, live client.Reader, objs []*unstructured.Unstructured, cs *apply.ChangeSet) ([]health.Result, error) {
 	if cs == nil {
 		return nil, nil
 	}
@@ -77,33 +113,39 @@ func healthOf(ctx context.Context, live client.Reader, objs []*unstructured.Unst
 		if i >= len(objs) {
 			break
 		}
+		var v writeVerdict
 		switch e.Action {
 		case apply.Created, apply.Configured:
-			pending = append(pending, health.Result{ID: e.ID, Status: health.InProgress, Message: "just applied"})
-			continue
+			if i < len(j.written) {
+				v = j.written[i]
+			}
+			if !v.seen {
+				pending = append(pending, health.Result{ID: e.ID, Status: health.InProgress, Message: "just applied"})
+				continue
+			}
 		case apply.Unchanged:
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(objs[i].GroupVersionKind())
+			err := live.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, u)
+			if apierrors.IsNotFound(err) {
+				pending = append(pending, health.Result{ID: e.ID, Status: health.NotFound, Message: "not found"})
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s health check failed: %w", e.Subject, err)
+			}
+			v.res, v.err = health.CheckWith(ctx, u, j.rules)
 		default:
 			continue // not applied: the sync failed and is reported as such
 		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(objs[i].GroupVersionKind())
-		err := live.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, u)
-		if apierrors.IsNotFound(err) {
-			pending = append(pending, health.Result{ID: e.ID, Status: health.NotFound, Message: "not found"})
-			continue
+		if re := (*health.RuleError)(nil); errors.As(v.err, &re) {
+			return nil, stalled(v1.ReasonHealthCheckInvalid, v.err)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s health check failed: %w", e.Subject, err)
+		if v.err != nil {
+			return nil, v.err
 		}
-		res, err := health.CheckWith(ctx, u, hr)
-		if re := (*health.RuleError)(nil); errors.As(err, &re) {
-			return nil, stalled(v1.ReasonHealthCheckInvalid, err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if res.Status != health.Current {
-			pending = append(pending, res)
+		if v.res.Status != health.Current {
+			pending = append(pending, v.res)
 		}
 	}
 	return pending, nil

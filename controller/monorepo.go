@@ -16,13 +16,6 @@ import (
 	"gitsync.dev/gitsync/source/git"
 )
 
-// priorityChanged is the work-queue priority of a GitSync waiting for a
-// revision that changes what it renders. Everything else waits at
-// controller-runtime's priorities (0 for events and triggers, -100 for the
-// initial list), so a push to a monorepo applies the paths it changed
-// before the GitSyncs whose content it left alone write their new revision.
-const priorityChanged = 10
-
 // revisionNews remembers, per repository and ref, the newest commit a
 // reconcile resolved, so the first reconcile to see a commit ranks the
 // GitSyncs waiting for it (changed paths first) once, not each of them.
@@ -88,13 +81,16 @@ func (n *revisionNews) raise(keys []types.NamespacedName) bool {
 	return true
 }
 
-// settle ends key's raise: its requeues (interval, retries) go back to
-// priority 0 instead of keeping priorityChanged for good.
+// settle ends key's raise, and any other: controller-runtime requeues an
+// item at the priority it was taken at unless the result says otherwise,
+// so without it a GitSync once raised (priorityChanged, priorityHealth) or
+// listed at start-up (handler.LowPriority) would keep that rank for every
+// interval and retry after.
 func (n *revisionNews) settle(key types.NamespacedName, res ctrl.Result) ctrl.Result {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.raised[key] {
-		delete(n.raised, key)
+	delete(n.raised, key)
+	if res.Priority == nil {
 		res.Priority = new(0)
 	}
 	return res

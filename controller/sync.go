@@ -18,7 +18,6 @@ import (
 	"gitsync.dev/gitsync/apply"
 	"gitsync.dev/gitsync/cluster"
 	"gitsync.dev/gitsync/engine"
-	"gitsync.dev/gitsync/health"
 	"gitsync.dev/gitsync/inventory"
 	"gitsync.dev/gitsync/prepare"
 	"gitsync.dev/gitsync/redact"
@@ -154,22 +153,28 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	out.objs = objs
 	out.rewind = r.rewindOf(ctx, gs, st, src, rev)
 	opts, shareErr := r.engineOptions(gs, tgt)
-	if opts.Applier, out.err = driftApplier(gs, tgt, rev); out.err != nil {
+	applier, err := driftApplier(gs, tgt, rev)
+	if err != nil {
+		out.err = err
 		return out
 	}
+	opts.Applier = applier
 	out.detect = prepare.DetectsDrift(gs)
 	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil {
 		out.err = err
 		return out
 	}
-	var hr health.Rules
+	var judge *healthJudge
 	if gs.Spec.Wait {
 		// Rules that do not compile stop the sync before it applies what
 		// they could not judge.
-		if hr, err = r.healthRules(gs); err != nil {
+		hr, err := r.healthRules(gs)
+		if err != nil {
 			out.err = err
 			return out
 		}
+		judge = newHealthJudge(ctx, len(objs), hr)
+		opts.Applier = applier.WithWritten(judge.observe)
 		// From now on the watch events of the objects, our own writes'
 		// included, requeue gs: none is lost between the apply and the
 		// health check.
@@ -177,7 +182,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	r.commitApplying(gs, rev)
 	hold := &waveHold{}
-	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, hr, hold)
+	opts.BetweenWaves = r.waveGate(gs, st, tgt, objs, rev, judge, hold)
 	res, err := engine.Run(ctx, objs, &statusStore{r: r, gs: gs, st: st}, opts)
 	out.changes, out.pruned, out.inventory = res.Changes, res.Pruned, res.Inventory
 	if out.detect && res.Changes != nil {
@@ -202,7 +207,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	if gs.Spec.Wait {
 		hctx, hspan := tracing.Start(ctx, "health")
-		out.waiting, out.recheck, out.err = r.judgeWait(hctx, gs, st, tgt, objs, res.Changes, rev, hr)
+		out.waiting, out.recheck, out.err = r.judgeWait(hctx, gs, st, tgt, objs, res.Changes, rev, judge)
 		hspan.SetAttributes(attribute.Bool("gitsync.healthy", out.waiting == "" && out.err == nil))
 		tracing.End(hspan, out.err)
 		if out.waiting != "" || out.err != nil {
@@ -243,8 +248,8 @@ func endSync(span trace.Span, out *outcome) {
 // judgeWait reads the health of the objects rev applied and says whether
 // gs still waits for them (a message and when to look again at the latest),
 // is Stalled on them, or is done.
-func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision, hr health.Rules) (string, time.Duration, error) {
-	pending, err := healthOf(ctx, tgt.Cache, objs, cs, hr)
+func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision, judge *healthJudge) (string, time.Duration, error) {
+	pending, err := judge.pending(ctx, tgt.Cache, objs, cs)
 	if err != nil {
 		return "", 0, healthError(err)
 	}

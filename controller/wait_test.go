@@ -3,7 +3,9 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,4 +254,99 @@ func TestWaitPreemptedBySuspend(t *testing.T) {
 		r := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
 		return r.Reason == v1.ReasonSuspended && meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReconciling) == nil
 	})
+}
+
+// TestWaitReadyFromTheWrite: with spec.wait, a revision of objects that
+// are ready as written (a ConfigMap, a ServiceAccount, a headless
+// Service) is Ready from the reconcile that applies it, created and then
+// configured: the GitSync's status never says it waits for their health.
+// Judged only from the watch cache, each revision was first reported
+// WaitingForHealth ("just applied") and turned Ready on a second reconcile,
+// which queues behind every other GitSync's work.
+func TestWaitReadyFromTheWrite(t *testing.T) {
+	c := setup(t)
+	ns := env.Namespace(t)
+	a := startAgent(t, agentOptions{namespace: ns, concurrent: 1})
+	ctx := context.Background()
+	seen := watchReadyReasons(t, ns)
+	r := newRepo(t)
+	files := map[string]string{
+		"deploy/cm.yaml": configMap("settings", "one"),
+		"deploy/sa.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n",
+		"deploy/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  clusterIP: None\n" +
+			"  selector: {app: app}\n  ports: [{port: 80}]\n",
+	}
+	first := r.commit(files)
+	gs := newGitSync(ns, "fast", r.url(), withWait(10*time.Minute))
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(gs)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.Contains(g.Status.LastAppliedRevision, first)
+	})
+	files["deploy/cm.yaml"] = configMap("settings", "two")
+	second := r.commit(files)
+	a.rec.Trigger(key)
+	waitCondition(t, c, key, v1.ConditionReady, metav1.ConditionTrue, func(g *v1.GitSync) bool {
+		return strings.Contains(g.Status.LastAppliedRevision, second)
+	})
+	if cm, err := getCM(t, c, ns, "settings"); err != nil || cm.Data["value"] != "two" {
+		t.Fatalf("ConfigMap settings = %v, %v; want value two", cm.Data, err)
+	}
+	eventually(t, "the watch to see the second revision applied", func(context.Context) (bool, error) {
+		return slices.ContainsFunc(seen.get(), func(s string) bool { return strings.Contains(s, second) }), nil
+	})
+	for _, s := range seen.get() {
+		if strings.HasPrefix(s, v1.ReasonWaitingForHealth+"@") {
+			t.Errorf("Ready reasons written (reason@lastAppliedRevision): %v; want none %s (the objects were ready as written)", seen.get(), v1.ReasonWaitingForHealth)
+			break
+		}
+	}
+}
+
+// readyReasons are the Ready reasons a watch saw written, in order, each
+// as "reason@lastAppliedRevision".
+type readyReasons struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (r *readyReasons) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reasons)
+}
+
+// watchReadyReasons records the Ready reason of every GitSync write in ns
+// from now on: a watch sees each write, not a sample of them.
+func watchReadyReasons(t *testing.T, ns string) *readyReasons {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &v1.GitSyncList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := &readyReasons{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			gs, ok := ev.Object.(*v1.GitSync)
+			if !ok {
+				continue
+			}
+			if cond := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady); cond != nil {
+				rr.mu.Lock()
+				rr.reasons = append(rr.reasons, cond.Reason+"@"+gs.Status.LastAppliedRevision)
+				rr.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); cancel(); <-done })
+	return rr
 }
