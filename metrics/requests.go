@@ -13,17 +13,20 @@ import (
 //   - "watch": a watch opened or re-opened (client-go re-opens each
 //     informer's watch every 5–10 minutes);
 //   - "lease": a Lease read or write (leader election, replicas sharing);
+//   - "review": an access review (a question to the authorizer, which
+//     stores nothing);
 //   - "read": any other GET (a single object or a list);
-//   - "write": everything else (applies, dry-runs, status, events, access
-//     reviews, deletes).
+//   - "write": everything else (applies, dry-runs, status, events,
+//     deletes).
 //
-// A converged agent sends no "read" or "write": this is how an operator
-// checks the zero-request steady state on a real cluster. Counting happens
+// A converged agent sends no "read", "review" or "write": this is how an
+// operator checks the zero-request steady state on a real cluster, and a
+// restarted agent over converged GitSyncs sends no "write". Counting happens
 // before the request is sent, so a request that failed counts too.
 func CountAPIRequests(cfg *rest.Config, reg prometheus.Registerer) error {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gitsync_api_requests_total",
-		Help: "Requests the agent sent to the Kubernetes API, by kind: watch, lease, read, write.",
+		Help: "Requests the agent sent to the Kubernetes API, by kind: watch, lease, review, read, write.",
 	}, []string{"kind"})
 	if err := reg.Register(requests); err != nil {
 		return err
@@ -44,6 +47,8 @@ func requestKind(req *http.Request) string {
 		return "watch"
 	case strings.Contains(req.URL.Path, "/apis/coordination.k8s.io/") && strings.Contains(req.URL.Path, "/leases"):
 		return "lease"
+	case strings.HasPrefix(req.URL.Path, "/apis/authorization.k8s.io/"):
+		return "review"
 	case req.Method == http.MethodGet:
 		return "read"
 	}

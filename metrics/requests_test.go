@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,9 @@ import (
 )
 
 // TestAPIRequestsCounted: gitsync_api_requests_total tells watches, Lease
-// traffic, reads and writes apart, so an operator can see a converged
-// agent send no reads or writes while informers re-open their watches.
+// traffic, access reviews, reads and writes apart, so an operator can see a
+// converged agent send no reads or writes while informers re-open their
+// watches, and a restarted one ask its authorizer without writing.
 func TestAPIRequestsCounted(t *testing.T) {
 	ns := env.Namespace(t)
 	reg := prometheus.NewRegistry()
@@ -30,7 +32,7 @@ func TestAPIRequestsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Discovery (reads) first, so what follows is only the requests below.
-	for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "coordination.k8s.io", Kind: "Lease"}} {
+	for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "coordination.k8s.io", Kind: "Lease"}, {Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview"}} {
 		if _, err := c.RESTMapper().RESTMapping(gk); err != nil {
 			t.Fatal(err)
 		}
@@ -56,11 +58,17 @@ func TestAPIRequestsCounted(t *testing.T) {
 	if err := c.Create(ctx, lease); err != nil { // lease
 		t.Fatal(err)
 	}
+	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: ns},
+	}}
+	if err := c.Create(ctx, ssar); err != nil { // review
+		t.Fatal(err)
+	}
 	got := apiRequests(t, reg)
 	for k, n := range before {
 		got[k] -= n
 	}
-	want := map[string]float64{"write": 1, "read": 2, "watch": 1, "lease": 1}
+	want := map[string]float64{"write": 1, "read": 2, "watch": 1, "lease": 1, "review": 1}
 	for kind, n := range want {
 		if got[kind] != n {
 			t.Errorf("gitsync_api_requests_total{kind=%q} = %v, want %v (all: %v)", kind, got[kind], n, got)
