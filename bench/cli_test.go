@@ -13,8 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // The CLI against kubectl on the same objects: cliObjects ConfigMaps in one
@@ -55,6 +57,7 @@ func BenchmarkCLI(b *testing.B) {
 			return exec.Command(kubectl, verb, "--server-side", "-f", manifests, "--kubeconfig", env.Kubeconfig, "-n", ns)
 		},
 	}
+	b.Run("floor", func(b *testing.B) { benchCLIFloor(b, all.String()) })
 	for _, tool := range []string{"kubectl", "gitsync"} {
 		b.Run(tool, func(b *testing.B) {
 			ns := "cli-" + tool + "-" + utilrand.String(4)
@@ -69,6 +72,41 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchCLIFloor times the first apply's floor: the same ConfigMaps sent as
+// raw parallel server-side applies (floorWorkers workers, no reads, no
+// diff) into a fresh namespace, from the benchmark process, in the same run
+// as the tools it is the floor of.
+func benchCLIFloor(b *testing.B, manifests string) {
+	ns := "cli-floor-" + utilrand.String(4)
+	createNamespaces(b, []string{ns}, ns)
+	b.Cleanup(func() {
+		ctx := context.Background()
+		_ = env.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns))
+		_ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	var objs []*unstructured.Unstructured
+	for doc := range strings.SplitSeq(manifests, "---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			b.Fatal(err)
+		}
+		u.SetNamespace(ns)
+		objs = append(objs, u)
+	}
+	f := newFloor(b, env.Config)
+	b.ResetTimer()
+	start := time.Now()
+	if err := f.apply(context.Background(), objs); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(took.Seconds(), "s-wall")
 }
 
 // timeCLI runs cmd once as the benchmark's operation; a diff's exit code 1

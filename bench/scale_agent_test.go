@@ -65,6 +65,7 @@ type scaleAgent struct {
 	logPath               string
 	metrics, health, prof string
 	done                  chan struct{}
+	started               time.Time // when the process was started
 }
 
 func freeLoopback(b *testing.B) string {
@@ -82,6 +83,26 @@ func freeLoopback(b *testing.B) string {
 // arguments come last, so they override the defaults (e.g. --webhook-addr).
 func startAgent(b *testing.B, bin, kubeconfig string, concurrent int, extra ...string) *scaleAgent {
 	b.Helper()
+	a := launchAgent(b, bin, kubeconfig, concurrent, extra...)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if code, _ := get("http://" + a.health + "/readyz"); code == http.StatusOK {
+			return a
+		}
+		select {
+		case <-a.done:
+			b.Fatalf("gitsync run exited before it was ready:\n%s", a.logTail(40))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("gitsync run not ready after 2m:\n%s", a.logTail(40))
+		}
+	}
+}
+
+// launchAgent starts `gitsync run` and returns at once; a.started is when.
+func launchAgent(b *testing.B, bin, kubeconfig string, concurrent int, extra ...string) *scaleAgent {
+	b.Helper()
 	dir := b.TempDir()
 	a := &scaleAgent{logPath: filepath.Join(dir, "agent.log"), metrics: freeLoopback(b), health: freeLoopback(b), done: make(chan struct{})}
 	logFile, err := os.Create(a.logPath)
@@ -98,25 +119,13 @@ func startAgent(b *testing.B, bin, kubeconfig string, concurrent int, extra ...s
 		a.prof = freeLoopback(b)
 		a.cmd.Env = append(os.Environ(), "GITSYNC_PPROF_ADDR="+a.prof)
 	}
+	a.started = time.Now()
 	if err := a.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	go func() { _ = a.cmd.Wait(); _ = logFile.Close(); close(a.done) }()
 	b.Cleanup(a.stop)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if code, _ := get("http://" + a.health + "/readyz"); code == http.StatusOK {
-			return a
-		}
-		select {
-		case <-a.done:
-			b.Fatalf("gitsync run exited before it was ready:\n%s", a.logTail(40))
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("gitsync run not ready after 2m:\n%s", a.logTail(40))
-		}
-	}
+	return a
 }
 
 // stop sends SIGTERM and kills the agent if it has not ended after 30s.

@@ -164,6 +164,8 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 	time.Sleep(*scaleSteady)
 	steady := snapshot(b, c, agent, run, true)
 	<-profDone
+	agent.stop()
+	rs := measureRestart(b, c, bin, concurrent, run, steady.gitsyncRV)
 
 	times := slices.SortedFunc(maps.Values(ready), time.Time.Compare)
 	at := func(q float64) float64 { return times[int(q*float64(len(times)-1))].Sub(t0).Seconds() }
@@ -194,8 +196,12 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 	// Steady requests are reads and writes: informers re-opening their
 	// watches (every 5–10 minutes each) are not work about objects.
 	steadyKinds := diffCounts(steady.prom.kinds, settled.prom.kinds)
-	b.ReportMetric(steadyKinds["read"]+steadyKinds["write"], "steady-requests")
+	b.ReportMetric(steadyKinds["read"]+steadyKinds["review"]+steadyKinds["write"], "steady-requests")
 	b.ReportMetric(float64(changed), "steady-status-writes")
+	b.ReportMetric(rs.firstReconcile.Seconds(), "s-start-first-reconcile")
+	b.ReportMetric(rs.kinds["review"], "restart-reviews")
+	b.ReportMetric(rs.kinds["write"], "restart-writes")
+	b.ReportMetric(float64(rs.statusWrites), "restart-status-writes")
 
 	b.Logf("concurrent=%d: GitSyncs created in %v; first Ready %.1fs, p50 %.1fs, p90 %.1fs, last %.1fs",
 		concurrent, created.Round(time.Millisecond), at(0), at(0.5), at(0.9), at(1))
@@ -211,6 +217,66 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 		idle.anon, idle.file, atConv.anon, atConv.file, steady.anon, steady.file)
 	b.Logf("control plane CPU during convergence: %v (wall %v, 2 cores = %v)", cpCPU, converged.Round(time.Millisecond), 2*converged.Round(time.Millisecond))
 	b.Logf("agent log: %d error lines; first: %.300s", logErrs, firstErr)
+	b.Logf("restart over the converged GitSyncs: first reconcile %.2fs after exec, all %d reconciled after %.1fs; requests by kind %v, by method %v; %d GitSync status writes",
+		rs.firstReconcile.Seconds(), len(want), rs.allReconciled.Seconds(), rs.kinds, rs.methods, rs.statusWrites)
+}
+
+// restartStats is what a restarted agent did over converged GitSyncs.
+type restartStats struct {
+	// firstReconcile and allReconciled are from the exec of the new
+	// process to its first finished reconcile, and to as many as there
+	// are GitSyncs (the start-up listing queues each once).
+	firstReconcile, allReconciled time.Duration
+	// kinds and methods count its API requests (gitsync_api_requests_total,
+	// rest_client_requests_total) until scaleSettle after allReconciled.
+	kinds, methods map[string]float64
+	statusWrites   int // GitSyncs whose resourceVersion changed
+}
+
+// measureRestart starts a second agent over the GitSyncs the stopped one
+// converged (their resourceVersions in rvs) and measures its start-up and
+// what it sends until every GitSync was reconciled once.
+func measureRestart(b *testing.B, c client.WithWatch, bin string, concurrent int, run string, rvs map[types.NamespacedName]string) restartStats {
+	b.Helper()
+	a := launchAgent(b, bin, env.Kubeconfig, concurrent)
+	defer a.stop()
+	var rs restartStats
+	deadline := time.Now().Add(*scaleTimeout)
+	for {
+		select {
+		case <-a.done:
+			b.Fatalf("restarted gitsync run exited:\n%s", a.logTail(40))
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("restarted agent did not reconcile %d GitSyncs within %v:\n%s", len(rvs), *scaleTimeout, a.logTail(40))
+		}
+		p, err := scrapeAgent(a.metrics)
+		if err != nil {
+			continue // not listening yet
+		}
+		n := p.total(p.reconciles)
+		if n > 0 && rs.firstReconcile == 0 {
+			rs.firstReconcile = time.Since(a.started)
+		}
+		if n >= float64(len(rvs)) {
+			rs.allReconciled = time.Since(a.started)
+			break
+		}
+	}
+	time.Sleep(scaleSettle) // asynchronous Events and counters of the last reconciles
+	p, err := scrapeAgent(a.metrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs.kinds, rs.methods = p.kinds, p.requests
+	after := snapshot(b, c, a, run, true)
+	for k, rv := range after.gitsyncRV {
+		if rvs[k] != rv {
+			rs.statusWrites++
+		}
+	}
+	return rs
 }
 
 // snapshot reads the agent's memory, CPU and metrics (and, with gitsyncs,

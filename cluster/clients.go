@@ -83,6 +83,8 @@ type identity struct {
 	hc      *http.Client
 	direct  client.WithWatch
 	dyn     dynamic.Interface
+	// allowed is what the identity's access reviews allowed.
+	allowed *Allowed
 	release func()
 }
 
@@ -95,7 +97,7 @@ func (c *clients) newIdentity(cfg *rest.Config, hc *http.Client) (identity, erro
 	if err != nil {
 		return identity{}, err
 	}
-	return identity{cfg: cfg, hc: hc, direct: direct, dyn: dyn}, nil
+	return identity{cfg: cfg, hc: hc, direct: direct, dyn: dyn, allowed: &Allowed{}}, nil
 }
 
 // agent returns the agent's own identity.

@@ -36,6 +36,9 @@ type Target struct {
 	Cache cache.Cache
 	// Remote is set when the target is a spec.kubeConfig cluster.
 	Remote bool
+	// Allowed is what access reviews allowed the target's identity on its
+	// cluster, shared with every target of that identity and cluster.
+	Allowed *Allowed
 
 	// clients are the connections of the target's cluster.
 	clients *clients
@@ -255,7 +258,7 @@ func (t *Targets) build(ctx context.Context, spec Spec, kubeconfig *corev1.Secre
 		tgt.close()
 		return nil, err
 	}
-	tgt.Applier, tgt.Client, tgt.Cache, tgt.clients = applier, id.direct, live, cc
+	tgt.Applier, tgt.Client, tgt.Cache, tgt.clients, tgt.Allowed = applier, id.direct, live, cc, id.allowed
 	return tgt, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,62 +24,17 @@ import (
 // stalls the GitSync as Forbidden, naming verb, resource and identity,
 // before anything of the revision is applied; it is asked again at the
 // next reconcile (spec.interval, a new commit, requested-at), so a grant
-// is noticed. Answers that allow are remembered per GitSync and target,
-// so a converged GitSync sends no review; a write refused later still
-// fails its object as Forbidden and forgets them.
+// is noticed. Answers that allow are remembered per identity and cluster
+// (cluster.Allowed), shared by the GitSyncs writing as that identity, so a
+// converged GitSync sends no review and a restarted agent asks each
+// question once, not once per GitSync; a write refused later still fails
+// its object as Forbidden and forgets them for all of those GitSyncs.
 //
 // Not checked: create, which server-side apply also needs for an object
 // that does not exist yet (the apply then fails that object as Forbidden).
 
 // accessKey is one question asked of the apiserver's authorizer.
-type accessKey struct {
-	verb, group, resource, namespace string
-	// name narrows the question to one object; empty: any object.
-	name string
-}
-
-func (k accessKey) String() string {
-	res := k.resource
-	if k.group != "" {
-		res += "." + k.group
-	}
-	if k.name != "" {
-		res += "/" + k.name
-	}
-	where := "at the cluster scope"
-	if k.namespace != "" {
-		where = "in namespace " + k.namespace
-	}
-	return fmt.Sprintf("%s %s %s", k.verb, res, where)
-}
-
-// accessMemo is what one GitSync's target was allowed to do.
-type accessMemo struct {
-	mu      sync.Mutex
-	target  *cluster.Target
-	allowed map[accessKey]bool
-}
-
-func (m *accessMemo) has(tgt *cluster.Target, k accessKey) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.target == tgt && m.allowed[k]
-}
-
-func (m *accessMemo) allow(tgt *cluster.Target, k accessKey) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.target != tgt {
-		m.target, m.allowed = tgt, map[accessKey]bool{}
-	}
-	m.allowed[k] = true
-}
-
-func (m *accessMemo) forget() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.target, m.allowed = nil, nil
-}
+type accessKey = cluster.Access
 
 // checkWrites asks, for each kind and namespace of objs, whether tgt's
 // identity may patch there. Kinds the mapper does not know are left to the
@@ -93,43 +47,41 @@ func (r *GitSyncReconciler) checkWrites(ctx context.Context, gs *v1.GitSync, st 
 		if err != nil {
 			continue
 		}
-		k := accessKey{verb: "patch", group: m.Resource.Group, resource: m.Resource.Resource}
+		k := accessKey{Verb: "patch", Group: m.Resource.Group, Resource: m.Resource.Resource}
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			k.namespace = obj.GetNamespace()
-			if k.namespace == "" {
-				k.namespace = defaultNamespace(gs)
+			k.Namespace = obj.GetNamespace()
+			if k.Namespace == "" {
+				k.Namespace = defaultNamespace(gs)
 			}
 		}
 		keys = append(keys, k)
 	}
-	denied, err := askAccess(ctx, st, tgt, keys, v1.ReasonApplyFailed)
+	denied, err := askAccess(ctx, tgt, keys, v1.ReasonApplyFailed)
 	if err != nil || len(denied) == 0 {
 		return err
 	}
 	return stalled(v1.ReasonForbidden, fmt.Errorf("%s may not %s", r.writer(gs), strings.Join(denied, ", ")))
 }
 
-// askAccess reviews each distinct key tgt's memo does not already allow,
-// remembers the allowed ones and returns the refused ones, sorted, each
-// with the authorizer's reason. A review that fails is retried later with
-// reason.
-func askAccess(ctx context.Context, st *syncState, tgt *cluster.Target, keys []accessKey, reason string) ([]string, error) {
+// askAccess reviews each distinct key tgt's identity is not already
+// allowed, remembers the allowed ones and returns the refused ones,
+// sorted, each with the authorizer's reason. A review that fails is
+// retried later with reason.
+func askAccess(ctx context.Context, tgt *cluster.Target, keys []accessKey, reason string) ([]string, error) {
 	seen := map[accessKey]bool{}
 	var denied []string
 	for _, k := range keys {
-		if seen[k] || st.access.has(tgt, k) {
+		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		ok, why, err := review(ctx, tgt.Client, k)
+		ok, why, err := tgt.Allowed.Check(k, func() (bool, string, error) { return review(ctx, tgt.Client, k) })
 		if err != nil {
 			return nil, retry(reason, fmt.Errorf("access review (%s) failed: %w", k, err))
 		}
 		if !ok {
 			denied = append(denied, k.String()+why)
-			continue
 		}
-		st.access.allow(tgt, k)
 	}
 	sort.Strings(denied)
 	return denied, nil
@@ -138,7 +90,7 @@ func askAccess(ctx context.Context, st *syncState, tgt *cluster.Target, keys []a
 // review asks the apiserver whether c's identity may do k, and why not.
 func review(ctx context.Context, c client.Client, k accessKey) (bool, string, error) {
 	ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: k.verb, Group: k.group, Resource: k.resource, Namespace: k.namespace, Name: k.name},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name},
 	}}
 	if err := c.Create(ctx, ssar); err != nil {
 		return false, "", err
@@ -168,12 +120,12 @@ func (r *GitSyncReconciler) writer(gs *v1.GitSync) string {
 	return "the agent"
 }
 
-// forgetAccessOnForbidden drops what gs was allowed when an apply was
-// refused anyway (a Role changed since it was asked).
-func forgetAccessOnForbidden(st *syncState, err error) {
+// forgetAccessOnForbidden drops what tgt's identity was allowed when an
+// apply was refused anyway (a Role changed since it was asked).
+func forgetAccessOnForbidden(tgt *cluster.Target, err error) {
 	var se *syncError
 	if errors.As(err, &se) && se.Reason == v1.ReasonForbidden {
-		st.access.forget()
+		tgt.Allowed.Forget()
 	}
 }
 

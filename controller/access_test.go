@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,47 @@ func TestMissingPermissionsAreVisible(t *testing.T) {
 	})
 	if cm, err := getCM(t, c, ns, "cfg"); err != nil || cm.Data["value"] != "3" {
 		t.Errorf("ConfigMap cfg = %v, %v after commit C, want 3", cm.Data, err)
+	}
+}
+
+// TestAccessReviewsSharedByIdentity: five GitSyncs writing as one tenant
+// ServiceAccount into one namespace ask the authorizer whether it may
+// patch ConfigMaps there once between them, not once each (a restarted
+// agent over a thousand converged GitSyncs asked a thousand times).
+//
+// Checked with the answers kept per GitSync again: 5 reviews.
+func TestAccessReviewsSharedByIdentity(t *testing.T) {
+	const n = 5
+	c := setup(t)
+	ns := env.Namespace(t)
+	tenant(t, c, ns)
+	a := startAgent(t, agentOptions{namespace: ns, concurrent: 2})
+	ctx := context.Background()
+	r := newRepo(t)
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("app-%d/cm.yaml", i)] = configMap(fmt.Sprintf("cm-%d", i), "one")
+	}
+	r.commit(files)
+	for i := range n {
+		gs := newGitSync(ns, fmt.Sprintf("app-%d", i), r.url(), func(g *v1.GitSync) {
+			g.Spec.Source.Path = fmt.Sprintf("app-%d", i)
+			g.Spec.ServiceAccountName = "tenant"
+		})
+		if err := c.Create(ctx, gs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		waitCondition(t, c, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("app-%d", i)}, v1.ConditionReady, metav1.ConditionTrue, nil)
+	}
+	var reviews []string
+	for _, req := range a.count.requests() {
+		if strings.HasSuffix(req, "/selfsubjectaccessreviews") {
+			reviews = append(reviews, req)
+		}
+	}
+	if len(reviews) != 1 {
+		t.Errorf("%d GitSyncs of one identity and namespace sent %d access reviews, want 1: %v", n, len(reviews), reviews)
 	}
 }

@@ -35,8 +35,6 @@ type syncState struct {
 	rewind rewindMemo
 
 	wait healthWait
-
-	access accessMemo
 }
 
 func (s *syncState) markFetch(at time.Time) {

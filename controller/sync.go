@@ -193,7 +193,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
 	if err := errors.Join(classifyRun(err), r.kinds.Watch(ctx, tgt.Cache, objs)); err != nil {
-		forgetAccessOnForbidden(st, err)
+		forgetAccessOnForbidden(tgt, err)
 		out.err = err
 		return out
 	}

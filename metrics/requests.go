@@ -13,8 +13,8 @@ import (
 //   - "watch": a watch opened or re-opened (client-go re-opens each
 //     informer's watch every 5–10 minutes);
 //   - "lease": a Lease read or write (leader election, replicas sharing);
-//   - "review": an access review (a question to the authorizer, which
-//     stores nothing);
+//   - "review": an access or identity review (a question to the
+//     authorizer or authenticator, which stores nothing);
 //   - "read": any other GET (a single object or a list);
 //   - "write": everything else (applies, dry-runs, status, events,
 //     deletes).
@@ -47,7 +47,7 @@ func requestKind(req *http.Request) string {
 		return "watch"
 	case strings.Contains(req.URL.Path, "/apis/coordination.k8s.io/") && strings.Contains(req.URL.Path, "/leases"):
 		return "lease"
-	case strings.HasPrefix(req.URL.Path, "/apis/authorization.k8s.io/"):
+	case strings.HasPrefix(req.URL.Path, "/apis/authorization.k8s.io/"), strings.HasPrefix(req.URL.Path, "/apis/authentication.k8s.io/"):
 		return "review"
 	case req.Method == http.MethodGet:
 		return "read"

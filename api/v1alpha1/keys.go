@@ -102,6 +102,14 @@ const (
 	AnnotationShardView = "gitsync.dev/shard-view"
 )
 
+// Keys of the GitSync CustomResourceDefinition (gitsync run --install-crds).
+const (
+	// AnnotationCRDDigest on the GitSync CRD is the SHA-256 of the
+	// definition the agent installed: an agent that finds its own digest on
+	// an Established CRD starts without writing it again.
+	AnnotationCRDDigest = "gitsync.dev/crd-digest"
+)
+
 // Names the agent registers in its own process.
 const (
 	// FieldManager is the server-side apply field manager gitsync writes as.
