@@ -79,10 +79,10 @@ func newClients(cfg *rest.Config, mapper meta.RESTMapper, hc *http.Client, schem
 // identity is the rest config and clients of one identity on a cluster,
 // and release, which a target calls when it stops using them.
 type identity struct {
-	cfg     *rest.Config
-	hc      *http.Client
-	direct  client.WithWatch
-	dyn     dynamic.Interface
+	cfg    *rest.Config
+	hc     *http.Client
+	direct client.WithWatch
+	dyn    dynamic.Interface
 	// allowed is what the identity's access reviews allowed.
 	allowed *Allowed
 	release func()
