@@ -145,6 +145,9 @@ func New(mgr manager.Manager, opts Options) (*GitSyncReconciler, error) {
 	if err := r.watchDependents(mgr, c); err != nil {
 		return nil, err
 	}
+	if err := r.warmKinds(mgr); err != nil {
+		return nil, err
+	}
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		r.mu.Lock()
 		r.runCtx = ctx

@@ -3,16 +3,18 @@ package livecache
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -84,36 +86,29 @@ func (k *Kinds) Prepare(ctx context.Context, c cache.Cache, probe client.WithWat
 	if k == nil || c == nil {
 		return nil
 	}
-	var denied, failed []error
+	var kinds []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
-		key := kindKey{cache: c, gvk: gvk}
-		if seen[gvk] || k.isReady(key) {
+		if seen[gvk] || k.isReady(kindKey{cache: c, gvk: gvk}) {
 			continue
 		}
 		seen[gvk] = true
-		// GitSyncs are cached as the manager's options say (namespaces,
-		// shard), which the probe does not know; the agent reads them anyway.
-		if probe != nil && gvk.GroupKind() != v1.GroupVersion.WithKind("GitSync").GroupKind() {
-			err := probeRead(ctx, probe, gvk)
-			switch {
-			case err == nil:
-			case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
-				continue
-			case apierrors.IsForbidden(err):
-				k.drop(ctx, key)
-				denied = append(denied, fmt.Errorf("the agent cannot read %s into its watch cache: %w", gvk.Kind, err))
-				continue
-			default:
-				failed = append(failed, fmt.Errorf("%s read check failed: %w", gvk.Kind, err))
-				continue
-			}
-		}
-		if err := k.startInformer(ctx, key); err != nil {
-			failed = append(failed, err)
-		}
+		kinds = append(kinds, gvk)
 	}
+	// Kinds are made readable side by side: each costs a few requests and
+	// its first listing, and a start-up over many GitSyncs waits for all.
+	denied, failed := make([]error, len(kinds)), make([]error, len(kinds))
+	var g errgroup.Group
+	g.SetLimit(prepareParallel)
+	for i, gvk := range kinds {
+		g.Go(func() error {
+			denied[i], failed[i] = k.prepareKind(ctx, kindKey{cache: c, gvk: gvk}, probe)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	denied, failed = slices.DeleteFunc(denied, isNil), slices.DeleteFunc(failed, isNil)
 	switch {
 	case len(denied) > 0:
 		return &ForbiddenError{Errs: denied}
@@ -123,6 +118,33 @@ func (k *Kinds) Prepare(ctx context.Context, c cache.Cache, probe client.WithWat
 		return oneLine(failed)
 	}
 	return nil
+}
+
+// prepareParallel bounds the kinds one Prepare makes readable at once.
+const prepareParallel = 8
+
+func isNil(err error) bool { return err == nil }
+
+// prepareKind probes and starts one kind's informer (Prepare): a refusal
+// is returned as denied, any other failure as failed.
+func (k *Kinds) prepareKind(ctx context.Context, key kindKey, probe client.WithWatch) (denied, failed error) {
+	gvk := key.gvk
+	// GitSyncs are cached as the manager's options say (namespaces,
+	// shard), which the probe does not know; the agent reads them anyway.
+	if probe != nil && gvk.GroupKind() != v1.GroupVersion.WithKind("GitSync").GroupKind() {
+		err := probeRead(ctx, probe, gvk)
+		switch {
+		case err == nil:
+		case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+			return nil, nil
+		case apierrors.IsForbidden(err):
+			k.drop(ctx, key)
+			return fmt.Errorf("the agent cannot read %s into its watch cache: %w", gvk.Kind, err), nil
+		default:
+			return nil, fmt.Errorf("%s read check failed: %w", gvk.Kind, err)
+		}
+	}
+	return nil, k.startInformer(ctx, key)
 }
 
 // Watch starts watching every kind of objs in c that is not watched yet.
@@ -178,7 +200,10 @@ func (k *Kinds) startInformer(ctx context.Context, key kindKey) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, InformerSyncTimeout)
 	defer cancel()
-	if !toolscache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+	// Polled finely: client-go's WaitForCacheSync looks every 100 ms, which
+	// is most of a small kind's first listing.
+	synced := func(context.Context) (bool, error) { return inf.HasSynced(), nil }
+	if wait.PollUntilContextCancel(wctx, syncPoll, true, synced) != nil {
 		k.drop(ctx, key)
 		return fmt.Errorf("%s watch cache did not sync within %s: check that the agent may list and watch it", key.gvk.Kind, InformerSyncTimeout)
 	}
@@ -187,6 +212,9 @@ func (k *Kinds) startInformer(ctx context.Context, key kindKey) error {
 	k.ready[key] = true
 	return nil
 }
+
+// syncPoll is how often startInformer looks whether a listing is done.
+const syncPoll = 5 * time.Millisecond
 
 func (k *Kinds) isReady(key kindKey) bool {
 	k.mu.Lock()
