@@ -27,6 +27,26 @@ type appliedOrder struct {
 
 func watchAppliedOrder(t *testing.T, ns string, commit func() string) *appliedOrder {
 	t.Helper()
+	o := &appliedOrder{}
+	watchGitSyncs(t, ns, func(gs *v1.GitSync) {
+		c := commit()
+		if c == "" || !strings.Contains(gs.Status.LastAppliedRevision, c) {
+			return
+		}
+		o.mu.Lock()
+		if !slices.Contains(o.names, gs.Name) {
+			o.names = append(o.names, gs.Name)
+		}
+		o.mu.Unlock()
+	})
+	return o
+}
+
+// watchGitSyncs calls see with every GitSync of ns the apiserver writes
+// from now on, in order, until the test ends: a watch sees each write, not
+// a sample of them.
+func watchGitSyncs(t *testing.T, ns string, see func(*v1.GitSync)) {
+	t.Helper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -34,27 +54,19 @@ func watchAppliedOrder(t *testing.T, ns string, commit func() string) *appliedOr
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := wc.Watch(ctx, &v1.GitSyncList{}, client.InNamespace(ns))
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	o := &appliedOrder{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			gs, ok := ev.Object.(*v1.GitSync)
-			c := commit()
-			if !ok || c == "" || !strings.Contains(gs.Status.LastAppliedRevision, c) {
-				continue
+			if gs, ok := ev.Object.(*v1.GitSync); ok {
+				see(gs)
 			}
-			o.mu.Lock()
-			if !slices.Contains(o.names, gs.Name) {
-				o.names = append(o.names, gs.Name)
-			}
-			o.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { w.Stop(); cancel(); <-done })
-	return o
 }
 
 func (o *appliedOrder) get() []string {

@@ -319,34 +319,16 @@ func (r *readyReasons) get() []string {
 }
 
 // watchReadyReasons records the Ready reason of every GitSync write in ns
-// from now on: a watch sees each write, not a sample of them.
+// from now on.
 func watchReadyReasons(t *testing.T, ns string) *readyReasons {
 	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &v1.GitSyncList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rr := &readyReasons{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			gs, ok := ev.Object.(*v1.GitSync)
-			if !ok {
-				continue
-			}
-			if cond := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady); cond != nil {
-				rr.mu.Lock()
-				rr.reasons = append(rr.reasons, cond.Reason+"@"+gs.Status.LastAppliedRevision)
-				rr.mu.Unlock()
-			}
+	watchGitSyncs(t, ns, func(gs *v1.GitSync) {
+		if cond := meta.FindStatusCondition(gs.Status.Conditions, v1.ConditionReady); cond != nil {
+			rr.mu.Lock()
+			rr.reasons = append(rr.reasons, cond.Reason+"@"+gs.Status.LastAppliedRevision)
+			rr.mu.Unlock()
 		}
-	}()
-	t.Cleanup(func() { w.Stop(); cancel(); <-done })
+	})
 	return rr
 }
