@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -21,10 +20,7 @@ import (
 // GitSyncs waiting for it (changed paths first) once, not each of them.
 type revisionNews struct {
 	mu     sync.Mutex
-	latest map[string]string // newsKey → commit
-	// raised are the keys queued at priorityChanged: their next reconcile
-	// puts them back at priority 0, so the raise lasts one run.
-	raised map[types.NamespacedName]bool
+	latest map[string]string                              // newsKey → commit
 	queue  priorityqueue.PriorityQueue[reconcile.Request] // nil: not a priority queue
 }
 
@@ -62,38 +58,20 @@ func (n *revisionNews) learn(key, commit string) bool {
 }
 
 // raise queues keys at priorityChanged (raising them if they wait at a
-// lower priority) and reports whether the queue could rank them.
+// lower priority), for one run (settle), and reports whether the queue
+// could rank them.
 func (n *revisionNews) raise(keys []types.NamespacedName) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.queue == nil || len(keys) == 0 {
 		return false
 	}
-	if n.raised == nil {
-		n.raised = map[types.NamespacedName]bool{}
-	}
 	reqs := make([]reconcile.Request, len(keys))
 	for i, k := range keys {
 		reqs[i] = reconcile.Request{NamespacedName: k}
-		n.raised[k] = true
 	}
 	n.queue.AddWithOpts(priorityqueue.AddOpts{Priority: new(priorityChanged)}, reqs...)
 	return true
-}
-
-// settle ends key's raise, and any other: controller-runtime requeues an
-// item at the priority it was taken at unless the result says otherwise,
-// so without it a GitSync once raised (priorityChanged, priorityHealth) or
-// listed at start-up (handler.LowPriority) would keep that rank for every
-// interval and retry after.
-func (n *revisionNews) settle(key types.NamespacedName, res ctrl.Result) ctrl.Result {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.raised, key)
-	if res.Priority == nil {
-		res.Priority = new(0)
-	}
-	return res
 }
 
 // yieldToChanged is called by a sync that resolved rev and fetched it.

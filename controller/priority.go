@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -28,6 +30,18 @@ const (
 	// revision (yieldToChanged).
 	priorityChanged = 10
 )
+
+// settle ends any raise: controller-runtime requeues an item at the
+// priority it was taken at unless the result says otherwise, so without it
+// a GitSync once raised (priorityChanged, priorityHealth) or listed at
+// start-up (handler.LowPriority) would keep that rank for every interval
+// and retry after.
+func settle(res ctrl.Result) ctrl.Result {
+	if res.Priority == nil {
+		res.Priority = new(0)
+	}
+	return res
+}
 
 // ownerHandler requeues the GitSync that owns a managed object (its owner
 // labels): at priorityHealth while that GitSync waits for its objects'
@@ -60,17 +74,17 @@ func (h ownerHandler) Generic(_ context.Context, e event.TypedGenericEvent[*unst
 // listing or a resync).
 func (h ownerHandler) add(q workqueue.TypedRateLimitingInterface[reconcile.Request], low bool, objs ...*unstructured.Unstructured) {
 	pq, _ := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	seen := map[reconcile.Request]bool{}
+	var queued []reconcile.Request // at most two objects: old and new
 	for _, obj := range objs {
 		if obj == nil {
 			continue
 		}
 		key, ok := ownerKey(obj)
 		req := reconcile.Request{NamespacedName: key}
-		if !ok || seen[req] {
+		if !ok || slices.Contains(queued, req) {
 			continue
 		}
-		seen[req] = true
+		queued = append(queued, req)
 		switch {
 		case pq == nil:
 			q.Add(req)

@@ -68,12 +68,10 @@ func TestOwnerHandlerRaisesWaitingGitSyncs(t *testing.T) {
 // GitSync (health, changed content) would keep its rank for every interval
 // after. settle requeues at 0 unless the reconcile chose a priority.
 func TestSettleEndsEveryRaise(t *testing.T) {
-	n := &revisionNews{}
-	key := types.NamespacedName{Namespace: "apps", Name: "web"}
-	if got := n.settle(key, ctrl.Result{}); got.Priority == nil || *got.Priority != 0 {
+	if got := settle(ctrl.Result{}); got.Priority == nil || *got.Priority != 0 {
 		t.Errorf("settle of a result without a priority = %v, want priority 0", got.Priority)
 	}
-	if got := n.settle(key, ctrl.Result{Priority: new(priorityChanged)}); got.Priority == nil || *got.Priority != priorityChanged {
+	if got := settle(ctrl.Result{Priority: new(priorityChanged)}); got.Priority == nil || *got.Priority != priorityChanged {
 		t.Errorf("settle of a result at priority %d = %v, want it kept", priorityChanged, got.Priority)
 	}
 }

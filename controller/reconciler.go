@@ -218,7 +218,7 @@ func (r *GitSyncReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	result, res, err := r.reconcile(ctx, gs, st)
 	res, err = r.done(ctx, gs, result, r.clock.Since(start), res, err)
-	return r.news.settle(req.NamespacedName, res), err
+	return settle(res), err
 }
 
 func (r *GitSyncReconciler) reconcile(ctx context.Context, gs *v1.GitSync, st *syncState) (metrics.Result, ctrl.Result, error) {
