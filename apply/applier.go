@@ -36,7 +36,7 @@ type Applier struct {
 	// exists unlabelled.
 	direct client.Reader
 	// written, when set, sees each object a run wrote (WithWritten).
-	written func(i int, live *unstructured.Unstructured)
+	written func(ctx context.Context, i int, live *unstructured.Unstructured)
 }
 
 // New returns an Applier writing through cfg.
@@ -99,14 +99,15 @@ func (a *Applier) WithDrift(rules drift.Rules, detectOnly bool) *Applier {
 	return &c
 }
 
-// WithWritten returns an Applier like a whose runs call fn with each object
-// they created or configured, as the apiserver returned it, and its index in
-// the objects given to Apply; never in a dry run. fn is called from the run's
+// WithWritten returns an Applier like a whose runs call fn with the run's
+// context, each object they created or configured, as the apiserver
+// returned it, and its index in the objects given to Apply; never in a dry
+// run. fn is called from the run's
 // workers, concurrently for different indexes, before the entry is final, so
 // it must not block. A caller that judges what was written (the agent's
 // health wait) reads the write's outcome here instead of waiting for the
 // watch to bring it back. a is not changed.
-func (a *Applier) WithWritten(fn func(i int, live *unstructured.Unstructured)) *Applier {
+func (a *Applier) WithWritten(fn func(ctx context.Context, i int, live *unstructured.Unstructured)) *Applier {
 	c := *a
 	c.written = fn
 	return &c
@@ -225,7 +226,7 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 			if r.createdEarlier(obj, entry) {
 				entry.Action, entry.Err = Created, nil
 			}
-			r.observe(i, entry, result)
+			r.observe(gctx, i, entry, result)
 			r.entries[i], r.results[i] = entry, result
 			r.tick()
 			return err
@@ -235,11 +236,11 @@ func (r *run) stage(ctx context.Context, idx []int, blocked map[schema.GroupKind
 }
 
 // observe hands a written object to the Applier's WithWritten function.
-func (r *run) observe(i int, e Entry, written *unstructured.Unstructured) {
+func (r *run) observe(ctx context.Context, i int, e Entry, written *unstructured.Unstructured) {
 	if r.a.written == nil || r.a.opts.DryRun || written == nil || (e.Action != Created && e.Action != Configured) {
 		return
 	}
-	r.a.written(i, written)
+	r.a.written(ctx, i, written)
 }
 
 // noteNewNamespaces records, in a dry run, the Namespaces of the first

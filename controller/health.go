@@ -71,7 +71,6 @@ type healthWait struct {
 // worker. An object its controller has still to act on says so there as
 // anywhere (a generation ahead of status.observedGeneration, no status).
 type healthJudge struct {
-	ctx   context.Context
 	rules health.Rules
 	// written is indexed like the sync's objects; each index is written
 	// by the one apply worker that wrote that object.
@@ -85,16 +84,16 @@ type writeVerdict struct {
 	err  error
 }
 
-func newHealthJudge(ctx context.Context, objects int, hr health.Rules) *healthJudge {
-	return &healthJudge{ctx: ctx, rules: hr, written: make([]writeVerdict, objects)}
+func newHealthJudge(objects int, hr health.Rules) *healthJudge {
+	return &healthJudge{rules: hr, written: make([]writeVerdict, objects)}
 }
 
 // observe is the applier's WithWritten function.
-func (j *healthJudge) observe(i int, live *unstructured.Unstructured) {
+func (j *healthJudge) observe(ctx context.Context, i int, live *unstructured.Unstructured) {
 	if i < 0 || i >= len(j.written) {
 		return
 	}
-	res, err := health.CheckWith(j.ctx, live, j.rules)
+	res, err := health.CheckWith(ctx, live, j.rules)
 	j.written[i] = writeVerdict{seen: true, res: res, err: err}
 }
 

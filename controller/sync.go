@@ -173,7 +173,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 			out.err = err
 			return out
 		}
-		judge = newHealthJudge(ctx, len(objs), hr)
+		judge = newHealthJudge(len(objs), hr)
 		opts.Applier = applier.WithWritten(judge.observe)
 		// From now on the watch events of the objects, our own writes'
 		// included, requeue gs: none is lost between the apply and the

@@ -38,12 +38,8 @@ func (r *GitSyncReconciler) warmKinds(mgr manager.Manager) error {
 			}
 			for _, id := range inv.IDs() {
 				e, _ := inv.Get(id)
-				gv, err := schema.ParseGroupVersion(e.Version)
-				if err != nil || e.Version == "" {
-					continue
-				}
-				gvk := schema.GroupVersionKind{Group: id.Group, Version: gv.Version, Kind: id.Kind}
-				if seen[gvk] {
+				gvk := id.GroupKind().WithVersion(e.Version) // as the inventory reads it without a mapper
+				if e.Version == "" || seen[gvk] {
 					continue
 				}
 				seen[gvk] = true
