@@ -49,6 +49,17 @@ func benchScaleFloor(b *testing.B, syncs, objects int) {
 	for name, p := range cp {
 		before[name] = procCPU(p)
 	}
+	took := f.timed(b, objs)
+	b.ReportMetric(took.Seconds(), "s-converge")
+	b.ReportMetric(float64(len(objs))/took.Seconds(), "objects/s")
+	b.ReportMetric((procCPU(cp["kube-apiserver"]) - before["kube-apiserver"]).Seconds(), "apiserver-cpu-s")
+	b.ReportMetric((procCPU(cp["etcd"]) - before["etcd"]).Seconds(), "etcd-cpu-s")
+	b.ReportMetric(float64(c.All.Load()), "converge-requests")
+}
+
+// timed applies objs as b's timed operation and returns how long it took.
+func (f *floor) timed(b *testing.B, objs []*unstructured.Unstructured) time.Duration {
+	b.Helper()
 	b.ResetTimer()
 	start := time.Now()
 	if err := f.apply(context.Background(), objs); err != nil {
@@ -56,9 +67,5 @@ func benchScaleFloor(b *testing.B, syncs, objects int) {
 	}
 	took := time.Since(start)
 	b.StopTimer()
-	b.ReportMetric(took.Seconds(), "s-converge")
-	b.ReportMetric(float64(len(objs))/took.Seconds(), "objects/s")
-	b.ReportMetric((procCPU(cp["kube-apiserver"]) - before["kube-apiserver"]).Seconds(), "apiserver-cpu-s")
-	b.ReportMetric((procCPU(cp["etcd"]) - before["etcd"]).Seconds(), "etcd-cpu-s")
-	b.ReportMetric(float64(c.All.Load()), "converge-requests")
+	return took
 }
