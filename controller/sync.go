@@ -331,6 +331,9 @@ func (r *GitSyncReconciler) render(ctx context.Context, gs *v1.GitSync, st *sync
 func (r *GitSyncReconciler) engineOptions(gs *v1.GitSync, tgt *cluster.Target) (engine.Options, error) {
 	opts := engine.DefaultOptions()
 	opts.Applier, opts.Client, opts.Prune = tgt.Applier, tgt.Client, gs.Spec.Prune
+	// The final inventory goes out with the status report (report), one
+	// status write per sync besides the pending record.
+	opts.FinalSaveByCaller = true
 	rails, err := r.pruneRails(gs)
 	if err != nil {
 		opts.Prune = false

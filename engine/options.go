@@ -51,6 +51,15 @@ type Options struct {
 	// applies them in a later run; the CLI waits in it. A held run records
 	// what it applied and prunes nothing (Result.Held).
 	BetweenWaves apply.WaveGate
+	// FinalSaveByCaller leaves the inventory recorded after the apply (and
+	// prune) to the caller: Run still saves the pending entries before it
+	// applies, and returns the final inventory in Result.Inventory without
+	// saving it. The agent writes it with the status that reports the sync,
+	// one write instead of two. A caller that dies before that write leaves
+	// the pending record, which lists every object this Run created, so
+	// nothing it applied is forgotten; objects it pruned are still listed
+	// and pruned again (found gone) by the next Run.
+	FinalSaveByCaller bool
 }
 
 // DefaultOptions returns options with pruning on and inventory's default

@@ -216,3 +216,50 @@ func TestSkippedObjectsLeaveNoPendingEntry(t *testing.T) {
 		t.Errorf("stored %v, want ConfigMap a alone", got)
 	}
 }
+
+// TestFinalSaveByCaller: with Options.FinalSaveByCaller, Run saves the
+// pending record alone and returns the final inventory for its caller to
+// write; when the caller never writes it (it died), the next run still
+// prunes what the first one created and pruned what left Git. Checked by
+// ignoring the option in Run: the store then holds the final inventory
+// (two saves) and the first assertion fails.
+func TestFinalSaveByCaller(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	opts := options(t, ns)
+	if _, err := engine.Run(ctx, []*unstructured.Unstructured{configMap(ns, "a")}, store(ns), opts); err != nil {
+		t.Fatal(err)
+	}
+	opts.FinalSaveByCaller = true
+	counted := &failingSave{Store: store(ns), okSaves: 10}
+	res, err := engine.Run(ctx, []*unstructured.Unstructured{configMap(ns, "b")}, counted, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.saves != 1 {
+		t.Errorf("Run saved %d times, want once (the pending record)", counted.saves)
+	}
+	if live(t, ns, "a") != nil {
+		t.Error("ConfigMap a left the desired set but was not pruned")
+	}
+	b := live(t, ns, "b")
+	want := []inventory.Entry{{ID: cmID(ns, "b"), UID: b.UID, Version: "v1"}}
+	if diff := cmp.Diff(want, res.Inventory.Entries); diff != "" {
+		t.Errorf("Result.Inventory (-want +got):\n%s", diff)
+	}
+	a := cmID(ns, "a")
+	stored := load(t, store(ns))
+	if !stored.Has(a) || !stored.Has(cmID(ns, "b")) {
+		t.Fatalf("stored %v, want the pending record: a (not yet known pruned) and b pending", stored.Entries)
+	}
+
+	// The caller died before its write: the next run starts from the
+	// pending record, finds a gone, and records b with its UID.
+	opts.FinalSaveByCaller = false
+	if _, err := engine.Run(ctx, []*unstructured.Unstructured{configMap(ns, "b")}, store(ns), opts); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, load(t, store(ns)).Entries); diff != "" {
+		t.Errorf("stored after the next run (-want +got):\n%s", diff)
+	}
+}

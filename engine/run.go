@@ -33,7 +33,9 @@ type Result struct {
 }
 
 // Run makes the cluster match desired and records it in store: the objects
-// applied, and those that could not be pruned yet. With a nil store nothing
+// applied, and those that could not be pruned yet (with
+// Options.FinalSaveByCaller, only the pending record; the rest is the
+// caller's to write). With a nil store nothing
 // is recorded and nothing is pruned (an apply that claims no ownership).
 //
 // The error is an *ApplyError, *PruneError or *StoreError (possibly joined
@@ -78,6 +80,9 @@ func Run(ctx context.Context, desired []*unstructured.Unstructured, store invent
 	crashpoint.Hit(crashpoint.AfterApply)
 	save := func(inv *inventory.Inventory, err error) (*Result, error) {
 		res.Inventory = inv
+		if opts.FinalSaveByCaller {
+			return res, err
+		}
 		return res, joinSave(err, store.Save(ctx, inv))
 	}
 	if err := applyError(cs, runErr); err != nil {
