@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // pprofDir, when set, builds the agent with bench/testdata/agent_pprof.go
@@ -327,6 +329,21 @@ func get(url string) (int, string) {
 	return resp.StatusCode, buf.String()
 }
 
+// saveProfileWhenUp is saveProfile as soon as the agent's pprof endpoint
+// answers (a process just started), trying for 10s.
+func (a *scaleAgent) saveProfileWhenUp(b *testing.B, path, name string) {
+	if a.prof == "" {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c, err := net.Dial("tcp", a.prof); err == nil {
+			c.Close()
+			break
+		}
+	}
+	a.saveProfile(b, path, name)
+}
+
 // saveProfile fetches a pprof endpoint of the agent into pprofDir/name.
 func (a *scaleAgent) saveProfile(b *testing.B, path, name string) {
 	if a.prof == "" {
@@ -346,5 +363,39 @@ func (a *scaleAgent) saveProfile(b *testing.B, path, name string) {
 	defer f.Close()
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		b.Logf("pprof %s: %v", path, err)
+	}
+}
+
+// saveAPIServerProfile saves a CPU profile of the test control plane's
+// kube-apiserver (its /debug/pprof, open to the administrator env.Config
+// is) into pprofDir/name, taken over the next d.
+func saveAPIServerProfile(b *testing.B, d time.Duration, name string) {
+	if pprofDir == "" {
+		return
+	}
+	rt, err := rest.TransportFor(env.Config)
+	if err != nil {
+		b.Logf("apiserver pprof: %v", err)
+		return
+	}
+	url := strings.TrimSuffix(env.Config.Host, "/") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))
+	resp, err := (&http.Client{Transport: rt}).Get(url)
+	if err != nil {
+		b.Logf("apiserver pprof: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Logf("apiserver pprof: %s", resp.Status)
+		return
+	}
+	f, err := os.Create(filepath.Join(pprofDir, name))
+	if err != nil {
+		b.Logf("apiserver pprof: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Logf("apiserver pprof: %v", err)
 	}
 }

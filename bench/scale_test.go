@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +45,7 @@ var (
 	scaleConcurrent = flag.String("scale.concurrent", "4,16", "comma-separated --concurrent values, one sub-benchmark each")
 	scaleSteady     = flag.Duration("scale.steady", 30*time.Second, "steady-state window after convergence")
 	scaleTimeout    = flag.Duration("scale.timeout", 15*time.Minute, "give up on convergence after this long")
-	scaleCPUProfile = flag.Duration("scale.cpuprofile", 60*time.Second, "length of the agent CPU profile taken from GitSync creation on (GITSYNC_BENCH_PPROF_DIR only)")
+	scaleCPUProfile = flag.Duration("scale.cpuprofile", 60*time.Second, "length of the agent and kube-apiserver CPU profiles taken from GitSync creation on (the floor: from its start) (GITSYNC_BENCH_PPROF_DIR only)")
 )
 
 // scaleSettle separates convergence from the steady-state window.
@@ -140,6 +142,11 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 		defer close(profDone)
 		agent.saveProfile(b, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(scaleCPUProfile.Seconds())), fmt.Sprintf("cpu-c%d.pprof", concurrent))
 	}()
+	apiProfDone := make(chan struct{})
+	go func() {
+		defer close(apiProfDone)
+		saveAPIServerProfile(b, *scaleCPUProfile, fmt.Sprintf("apiserver-cpu-c%d.pprof", concurrent))
+	}()
 	createGitSyncs(b, c, namespaces, repos, run)
 	created := time.Since(t0)
 	ready, err := <-readyCh, <-errCh
@@ -164,6 +171,7 @@ func benchAgentScale(b *testing.B, c client.WithWatch, bin string, repos []scale
 	time.Sleep(*scaleSteady)
 	steady := snapshot(b, c, agent, run, true)
 	<-profDone
+	<-apiProfDone
 	agent.stop()
 	rs := measureRestart(b, c, bin, concurrent, run, steady.gitsyncRV)
 
@@ -240,6 +248,12 @@ func measureRestart(b *testing.B, c client.WithWatch, bin string, concurrent int
 	b.Helper()
 	a := launchAgent(b, bin, env.Kubeconfig, concurrent)
 	defer a.stop()
+	profDone := make(chan struct{})
+	go func() { // the restarted agent's start-up, with GITSYNC_BENCH_PPROF_DIR
+		defer close(profDone)
+		a.saveProfileWhenUp(b, "/debug/pprof/profile?seconds=5", "restart-cpu.pprof")
+	}()
+	defer func() { <-profDone }()
 	var rs restartStats
 	deadline := time.Now().Add(*scaleTimeout)
 	for {
@@ -270,6 +284,11 @@ func measureRestart(b *testing.B, c client.WithWatch, bin string, concurrent int
 		b.Fatal(err)
 	}
 	rs.kinds, rs.methods = p.kinds, p.requests
+	if pprofDir != "" { // the restarted agent's log, for its start-up timeline
+		if log, err := os.ReadFile(a.logPath); err == nil {
+			_ = os.WriteFile(filepath.Join(pprofDir, "restart.log"), log, 0o644)
+		}
+	}
 	after := snapshot(b, c, a, run, true)
 	for k, rv := range after.gitsyncRV {
 		if rvs[k] != rv {
