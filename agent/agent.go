@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -197,6 +198,13 @@ func newReconciler(ctx context.Context, mgr manager.Manager, opts Options) (*con
 		o.Settings = s // the GitSync's spec.helm and spec.ignore
 		return renderer.Render(ctx, root, path, o)
 	}
+	if tr, ok := renderer.(TreeRenderer); ok {
+		copts.RenderTree = func(ctx context.Context, fsys fs.FS, path string, s sourcerender.Settings) (*sourcerender.Rendered, error) {
+			o := render
+			o.Settings = s
+			return tr.RenderFS(ctx, fsys, path, o)
+		}
+	}
 	charts, err := chartrepo.New(chartrepo.Options{
 		Dir:           filepath.Join(fopts.Dir, "charts"),
 		Egress:        &ropts.Egress,
@@ -249,6 +257,10 @@ type inProcess struct{}
 
 func (inProcess) Render(ctx context.Context, root, path string, opts sourcerender.Options) (*sourcerender.Rendered, error) {
 	return sourcerender.Render(ctx, root, path, opts)
+}
+
+func (inProcess) RenderFS(ctx context.Context, fsys fs.FS, path string, opts sourcerender.Options) (*sourcerender.Rendered, error) {
+	return sourcerender.RenderFS(ctx, fsys, path, opts)
 }
 
 // servedTimeout bounds the wait at start for discovery to serve GitSync.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"io/fs"
 	"net"
 	"os"
 
@@ -102,6 +103,15 @@ type Options struct {
 // Renderer renders one path of a checkout; *sandbox.Sandbox is one.
 type Renderer interface {
 	Render(ctx context.Context, root, path string, opts sourcerender.Options) (*sourcerender.Rendered, error)
+}
+
+// A TreeRenderer is a Renderer that also renders plain YAML from a Git tree
+// held in memory (render.RenderFS), under the budget its Render gives plain
+// paths, so the revision cache need not write a checkout for them;
+// *sandbox.Sandbox is one. A Renderer that is not one is given checkouts.
+type TreeRenderer interface {
+	Renderer
+	RenderFS(ctx context.Context, fsys fs.FS, path string, opts sourcerender.Options) (*sourcerender.Rendered, error)
 }
 
 // DefaultOptions are `gitsync run`'s defaults: the reconciler's defaults,

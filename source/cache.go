@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -23,6 +24,11 @@ import (
 // depends on a renderer.
 type RenderFunc func(ctx context.Context, root, path string, s render.Settings) (*render.Rendered, error)
 
+// TreeRenderFunc renders path of a repository tree held in memory (no
+// symlinks), plain YAML only: render.ErrNeedsEngine sends the path to
+// RenderFunc over a checkout.
+type TreeRenderFunc func(ctx context.Context, fsys fs.FS, path string, s render.Settings) (*render.Rendered, error)
+
 // CacheOptions configures a Cache.
 type CacheOptions struct {
 	// Fetcher resolves and fetches. Required.
@@ -30,6 +36,10 @@ type CacheOptions struct {
 	// Render turns a checkout path into objects. Required; usually a closure
 	// over render.Render with the caller's render.Options.
 	Render RenderFunc
+	// RenderTree, when set, renders paths of plain YAML (content keys
+	// git.TreeKeyPrefix) from their Git tree read into memory, without a
+	// checkout; it must give what Render gives for the same files.
+	RenderTree TreeRenderFunc
 	// MaxEntries bounds the renders kept, so memory stays flat with many sources.
 	MaxEntries int
 	// MaxBytes bounds the approximate size (JSON bytes) of the renders kept;
@@ -268,7 +278,7 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 		// Only what the render reads: the path, or the path and the bases
 		// its kustomizations name, or everything.
 		rctx, rspan := tracing.Start(ctx, "render", attribute.String("gitsync.path", path))
-		r, err = c.render(rctx, src, rev, path, in.Dirs, dir, s)
+		r, err = c.render(rctx, src, rev, path, in, dir, s)
 		if r != nil {
 			rspan.SetAttributes(attribute.Int("gitsync.objects", len(r.Objects)))
 		}
@@ -291,16 +301,34 @@ func (c *Cache) load(ctx context.Context, src git.Source, rev git.Revision, key 
 }
 
 // render renders path of rev's checkout: dir when the caller has one,
-// else a new one of dirs.
-func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path string, dirs []string, dir string, s render.Settings) (*render.Rendered, error) {
+// else its tree in memory when it is plain YAML, else a new checkout of
+// in's directories.
+func (c *Cache) render(ctx context.Context, src git.Source, rev git.Revision, path string, in git.Inputs, dir string, s render.Settings) (*render.Rendered, error) {
+	if dir == "" && c.opts.RenderTree != nil && strings.HasPrefix(in.Key, git.TreeKeyPrefix) && len(in.Dirs) == 1 {
+		fsys, err := c.opts.Fetcher.ReadTree(ctx, src, rev, in.Dirs[0])
+		switch {
+		case err == nil:
+			r, err := c.opts.RenderTree(ctx, fsys, path, s)
+			if !errors.Is(err, render.ErrNeedsEngine) {
+				return rendered(rev, path, r, err)
+			}
+		case !errors.Is(err, git.ErrNotInMemory):
+			return nil, err
+		}
+	}
 	if dir == "" {
 		var err error
-		if dir, err = c.opts.Fetcher.CheckoutTrees(ctx, src, rev, dirs); err != nil {
+		if dir, err = c.opts.Fetcher.CheckoutTrees(ctx, src, rev, in.Dirs); err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
 	}
 	r, err := c.opts.Render(ctx, dir, path, s)
+	return rendered(rev, path, r, err)
+}
+
+// rendered is a render's result as render returns it.
+func rendered(rev git.Revision, path string, r *render.Rendered, err error) (*render.Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s render %s: %w", rev, path, err)
 	}

@@ -368,3 +368,67 @@ func TestCacheChecksOutOnlyWhatTheRenderReads(t *testing.T) {
 		t.Errorf("files present at render (-want +got):\n%s", diff)
 	}
 }
+
+// TestCacheRendersPlainTreesFromMemory: with RenderTree set, a plain path
+// is rendered from its Git tree in memory, with nothing checked out; a
+// kustomize path, a path holding a symlink, and a plain path RenderTree
+// declines (render.ErrNeedsEngine, as for post-render changes) are checked
+// out and given to Render. Checked by dropping the tree branch in
+// Cache.render: apps/web then reaches Render.
+func TestCacheRendersPlainTreesFromMemory(t *testing.T) {
+	root := t.TempDir()
+	repo := gittest.NewRepo(t, filepath.Join(root, "app"))
+	repo.Commit("init", map[string]string{
+		"apps/web/cm.yaml":           "web: 1\n",
+		"apps/web/sub/sa.yaml":       "sa: 1\n",
+		"apps/api/cm.yaml":           "api: 1\n",
+		"base/cm.yaml":               "base: 1\n",
+		"overlay/kustomization.yaml": "resources: [../base]\n",
+		"linked/cm.yaml":             "linked: 1\n",
+	})
+	if err := os.Symlink("../base/cm.yaml", filepath.Join(repo.Dir, "linked/base.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	repo.Commit("symlink", nil)
+	var mu sync.Mutex
+	byTree, byCheckout := map[string][]string{}, map[string]bool{}
+	f := newTestFetcher(t)
+	opts := DefaultCacheOptions()
+	opts.Fetcher = f
+	opts.Render = func(_ context.Context, dir, path string, _ render.Settings) (*render.Rendered, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		byCheckout[path] = true
+		return &render.Rendered{Objects: []*unstructured.Unstructured{}, Digest: "sha256:x"}, nil
+	}
+	opts.RenderTree = func(_ context.Context, fsys fs.FS, path string, _ render.Settings) (*render.Rendered, error) {
+		if path == "apps/api" {
+			return nil, render.ErrNeedsEngine
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := fs.ReadFile(fsys, p)
+				byTree[path] = append(byTree[path], p+"="+strings.TrimSpace(string(b)))
+			}
+			return err
+		})
+		return &render.Rendered{Objects: []*unstructured.Unstructured{}, Digest: "sha256:y"}, err
+	}
+	c, err := NewCache(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"apps/web", "apps/api", "overlay", "linked"} {
+		if _, err := c.Get(t.Context(), git.Source{URL: "file://" + repo.Dir, Ref: git.Ref{Branch: "main"}, Path: path}); err != nil {
+			t.Fatalf("Get %s: %v", path, err)
+		}
+	}
+	if diff := cmp.Diff(map[string][]string{"apps/web": {"apps/web/cm.yaml=web: 1", "apps/web/sub/sa.yaml=sa: 1"}}, byTree); diff != "" {
+		t.Errorf("rendered from memory, with the files each saw (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]bool{"apps/api": true, "overlay": true, "linked": true}, byCheckout); diff != "" {
+		t.Errorf("rendered from a checkout (-want +got):\n%s", diff)
+	}
+}

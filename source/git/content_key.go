@@ -169,7 +169,7 @@ func (m *treeMemo) inputs(root *object.Tree, commit, path string) (Inputs, error
 		}
 	}
 	if alone {
-		return Inputs{Key: "tree:" + sub.Hash.String(), Dirs: dirs}, nil
+		return Inputs{Key: TreeKeyPrefix + sub.Hash.String(), Dirs: dirs}, nil
 	}
 	key, err := m.closureKey(root, dirs)
 	if err != nil {
@@ -254,6 +254,10 @@ func isKustomization(name string) bool {
 	}
 	return false
 }
+
+// TreeKeyPrefix starts the content key of a path whose render reads its own
+// tree alone: plain YAML, no symlink, no kustomization, no ignore file above.
+const TreeKeyPrefix = "tree:"
 
 // ChartKeyPrefix starts the content key of a Helm chart path.
 const ChartKeyPrefix = "chart:"

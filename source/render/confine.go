@@ -18,13 +18,74 @@ import (
 // refuses any path or symlink that leaves the directory even if the tree
 // changes between check and use; the explicit checks before it exist to give
 // a clear error class and message.
+//
+// A render of plain YAML may instead read an fs.FS holding one Git tree in
+// memory (RenderFS): then dir is empty, root is nil (kustomize and Helm,
+// which use them, only ever run over a checkout) and files reads the FS.
 type repoRoot struct {
 	// dir is the absolute, symlink-free path of the checkout.
-	dir    string
-	root   *os.Root
+	dir  string
+	root *os.Root
+	// files is what every confined read goes through: root, or the FS.
+	files  files
 	budget *readBudget
 	// sops keeps the SOPS files read (render_sops.go).
 	sops sopsFiles
+}
+
+// files are the reads a render makes of its repository: an os.Root over a
+// checkout (rootFiles) or an fs.FS without symlinks (fsFiles). Names are
+// relative, OS-separated and clean, as localPath returns them.
+type files interface {
+	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	Open(name string) (fs.File, error)
+	// EvalSymlinks is filepath.EvalSymlinks of name below the root, as a
+	// path relative to it.
+	EvalSymlinks(name string) (string, error)
+}
+
+// rootFiles are the files of a checkout directory, through its os.Root.
+type rootFiles struct {
+	root *os.Root
+	dir  string
+}
+
+func (f rootFiles) Stat(name string) (fs.FileInfo, error)  { return f.root.Stat(name) }
+func (f rootFiles) Lstat(name string) (fs.FileInfo, error) { return f.root.Lstat(name) }
+func (f rootFiles) Open(name string) (fs.File, error)      { return f.root.Open(name) }
+
+func (f rootFiles) EvalSymlinks(name string) (string, error) {
+	real, err := filepath.EvalSymlinks(filepath.Join(f.dir, name))
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(f.dir, real)
+	if err != nil || (rel != "." && !filepath.IsLocal(rel)) {
+		return "", errLeavesRoot
+	}
+	return rel, nil
+}
+
+// errLeavesRoot: a path resolves outside the root.
+var errLeavesRoot = errors.New("path escapes from parent")
+
+// fsFiles are the files of an fs.FS that holds no symlinks (a Git tree
+// read into memory, which refuses trees that have any): Lstat is Stat and
+// every path is its own real path.
+type fsFiles struct{ fsys fs.FS }
+
+func (f fsFiles) Stat(name string) (fs.FileInfo, error) {
+	return fs.Stat(f.fsys, filepath.ToSlash(name))
+}
+func (f fsFiles) Lstat(name string) (fs.FileInfo, error) { return f.Stat(name) }
+func (f fsFiles) Open(name string) (fs.File, error)      { return f.fsys.Open(filepath.ToSlash(name)) }
+
+func (f fsFiles) EvalSymlinks(name string) (string, error) {
+	if _, err := f.Stat(name); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // openRepoRoot opens dir as the confinement root of one render.
@@ -41,11 +102,21 @@ func openRepoRoot(dir string, opts Options) (*repoRoot, error) {
 	if err != nil {
 		return nil, &Error{Class: errNotFound, Path: ".", Detail: "repository root not readable", Err: unwrapPathError(err)}
 	}
-	return &repoRoot{dir: real, root: root, budget: newReadBudget(opts)}, nil
+	return &repoRoot{dir: real, root: root, files: rootFiles{root: root, dir: real}, budget: newReadBudget(opts)}, nil
 }
 
-// Close releases the root directory handle.
-func (r *repoRoot) Close() error { return r.root.Close() }
+// fsRepoRoot is the confinement root of a render of fsys.
+func fsRepoRoot(fsys fs.FS, opts Options) *repoRoot {
+	return &repoRoot{files: fsFiles{fsys: fsys}, budget: newReadBudget(opts)}
+}
+
+// Close releases the root directory handle, if any.
+func (r *repoRoot) Close() error {
+	if r.root == nil {
+		return nil
+	}
+	return r.root.Close()
+}
 
 // localPath cleans a slash- or OS-separated path relative to the root and
 // refuses absolute paths and any "..". The result uses OS separators, "." for
@@ -84,23 +155,21 @@ func (r *repoRoot) relOf(abs string) (string, error) {
 // the root, failing with ErrOutsideRoot if it lands outside and errNotFound if
 // it does not exist.
 func (r *repoRoot) resolve(rel string) (string, error) {
-	real, err := filepath.EvalSymlinks(filepath.Join(r.dir, rel))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", &Error{Class: errNotFound, Path: filepath.ToSlash(rel), Detail: "not found"}
-		}
+	real, err := r.files.EvalSymlinks(rel)
+	switch {
+	case errors.Is(err, errLeavesRoot):
+		return "", renderErr(ErrOutsideRoot, filepath.ToSlash(rel), "resolves outside the repository root")
+	case errors.Is(err, fs.ErrNotExist):
+		return "", &Error{Class: errNotFound, Path: filepath.ToSlash(rel), Detail: "not found"}
+	case err != nil:
 		return "", &Error{Class: errNotFound, Path: filepath.ToSlash(rel), Detail: "cannot resolve", Err: unwrapPathError(err)}
 	}
-	out, err := r.relOf(real)
-	if err != nil {
-		return "", renderErr(ErrOutsideRoot, filepath.ToSlash(rel), "resolves outside the repository root")
-	}
-	return out, nil
+	return real, nil
 }
 
 // stat returns the FileInfo of rel (following symlinks inside the root).
 func (r *repoRoot) stat(rel string) (fs.FileInfo, error) {
-	fi, err := r.root.Stat(rel)
+	fi, err := r.files.Stat(rel)
 	if err != nil {
 		return nil, r.classify(rel, err)
 	}
@@ -109,12 +178,16 @@ func (r *repoRoot) stat(rel string) (fs.FileInfo, error) {
 
 // readDir lists rel's entries sorted by name.
 func (r *repoRoot) readDir(rel string) ([]fs.DirEntry, error) {
-	f, err := r.root.Open(rel)
+	f, err := r.files.Open(rel)
 	if err != nil {
 		return nil, r.classify(rel, err)
 	}
 	defer f.Close()
-	entries, err := f.ReadDir(-1)
+	dir, ok := f.(fs.ReadDirFile)
+	if !ok {
+		return nil, renderErr(errNotFound, filepath.ToSlash(rel), "not a directory")
+	}
+	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		return nil, r.classify(rel, err)
 	}
@@ -130,12 +203,12 @@ func (r *repoRoot) readFile(ctx context.Context, rel string) ([]byte, error) {
 		return nil, err
 	}
 	// Stat first: opening a FIFO or device could block or never end.
-	if fi, err := r.root.Stat(rel); err != nil {
+	if fi, err := r.files.Stat(rel); err != nil {
 		return nil, r.classify(rel, err)
 	} else if !fi.Mode().IsRegular() {
 		return nil, renderErr(errInvalidYAML, filepath.ToSlash(rel), "not a regular file")
 	}
-	f, err := r.root.Open(rel)
+	f, err := r.files.Open(rel)
 	if err != nil {
 		return nil, r.classify(rel, err)
 	}

@@ -73,7 +73,7 @@ func (f helmFiles) ReadDir(dir string) ([]fs.DirEntry, error) {
 // and classifies everything else as the other reads do.
 func (f helmFiles) Stat(name string) (fs.FileInfo, error) {
 	rel := filepath.FromSlash(name)
-	fi, err := f.repo.root.Stat(rel)
+	fi, err := f.repo.files.Stat(rel)
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
 	}

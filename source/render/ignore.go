@@ -37,7 +37,7 @@ func ignoreRulesAbove(ctx context.Context, repo *repoRoot, rel string, opts Opti
 // withIgnoreFile adds dir's .gitsyncignore, if it has one, to rules.
 func withIgnoreFile(ctx context.Context, repo *repoRoot, dir string, rules *ignore.Rules) (*ignore.Rules, error) {
 	name := filepath.Join(dir, ignore.FileName)
-	fi, err := repo.root.Lstat(name)
+	fi, err := repo.files.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rules, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,10 +114,6 @@ var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml",
 // ErrTooLarge with an *ObjectLimitError cause.
 func Render(ctx context.Context, root, path string, opts Options) (*Rendered, error) {
 	opts = opts.withDefaults()
-	opts.objects = newObjectBudget(opts.MaxObjects)
-	if opts.Budget == nil {
-		opts.Budget = budget.New(budget.DefaultLimits())
-	}
 	rel, err := localPath(path)
 	if err != nil {
 		return nil, err
@@ -126,7 +123,32 @@ func Render(ctx context.Context, root, path string, opts Options) (*Rendered, er
 		return nil, err
 	}
 	defer repo.Close()
-	if rel, err = repo.resolve(rel); err != nil {
+	return renderRepo(ctx, repo, rel, opts)
+}
+
+// RenderFS is Render of path in fsys, a repository tree held in memory that
+// has no symlinks (one Git tree, read by the fetcher instead of written
+// out): plain YAML only, as with Options.PlainOnly, so a path that needs
+// kustomize or Helm is ErrNeedsEngine and is rendered from a checkout. The
+// result, errors and caps are Render's of a checkout of the same files.
+func RenderFS(ctx context.Context, fsys fs.FS, path string, opts Options) (*Rendered, error) {
+	opts = opts.withDefaults()
+	opts.PlainOnly = true
+	rel, err := localPath(path)
+	if err != nil {
+		return nil, err
+	}
+	return renderRepo(ctx, fsRepoRoot(fsys, opts), rel, opts)
+}
+
+// renderRepo is Render of rel (local) in repo.
+func renderRepo(ctx context.Context, repo *repoRoot, rel string, opts Options) (*Rendered, error) {
+	opts.objects = newObjectBudget(opts.MaxObjects)
+	if opts.Budget == nil {
+		opts.Budget = budget.New(budget.DefaultLimits())
+	}
+	rel, err := repo.resolve(rel)
+	if err != nil {
 		return nil, err
 	}
 
@@ -186,7 +208,7 @@ func originsOf(docs []decodedObject) map[object.ID]string {
 // isKustomizeDir reports whether rel is a directory holding a kustomization file.
 func isKustomizeDir(repo *repoRoot, rel string) bool {
 	for _, name := range kustomizationFileNames {
-		if fi, err := repo.root.Lstat(filepath.Join(rel, name)); err == nil && !fi.IsDir() {
+		if fi, err := repo.files.Lstat(filepath.Join(rel, name)); err == nil && !fi.IsDir() {
 			return true
 		}
 	}

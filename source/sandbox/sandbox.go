@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -67,6 +68,15 @@ func New(opts Options) (*Sandbox, error) {
 	}
 	opts.Limits = opts.Limits.WithDefaults()
 	return &Sandbox{opts: opts, slots: fairshare.New[struct{}](opts.Concurrency, 0, nil)}, nil
+}
+
+// RenderFS renders path of fsys, a Git tree in memory, in the caller's
+// process with the budget Render gives plain paths (render.RenderFS): plain
+// YAML only; render.ErrNeedsEngine tells the caller to check the path out
+// and Render it.
+func (s *Sandbox) RenderFS(ctx context.Context, fsys fs.FS, path string, ropts render.Options) (*render.Rendered, error) {
+	ropts.Budget, ropts.PlainOnly = budget.New(s.opts.Limits), true
+	return render.RenderFS(ctx, fsys, path, ropts)
 }
 
 // Render is render.Render of path under root with ropts (its Budget and
