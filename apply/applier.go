@@ -113,6 +113,15 @@ func (a *Applier) WithWritten(fn func(ctx context.Context, i int, live *unstruct
 	return &c
 }
 
+// WithLive returns an Applier like a that reads current objects from live
+// instead (a sync whose kinds are still being listed reads through a
+// livecache.Reader). a is not changed.
+func (a *Applier) WithLive(live client.Reader) *Applier {
+	c := *a
+	c.live = live
+	return &c
+}
+
 // clientsFor returns the HTTP client and REST mapper of opts, building
 // whichever is not shared.
 func clientsFor(cfg *rest.Config, opts Options) (*http.Client, meta.RESTMapper, error) {

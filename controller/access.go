@@ -132,18 +132,30 @@ func forgetAccessOnForbidden(tgt *cluster.Target, err error) {
 // preflight checks, before anything of the revision is applied, that the
 // agent can read each kind of objs into tgt's watch cache and that gs's
 // writer may patch it.
-func (r *GitSyncReconciler) preflight(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured) error {
-	var probe client.WithWatch
-	if !tgt.Remote {
-		probe = r.probe // a remote cache lists with the kubeconfig's identity
+//
+// It returns what the sync reads current objects through: the watch cache,
+// or, while kinds of objs are still being listed into it (a restart, a new
+// kind), a livecache.Reader that reads those kinds' objects of the sync's
+// namespaces directly, so the first sync after a restart does not wait for
+// the listing of every managed object. A remote cache is waited for.
+func (r *GitSyncReconciler) preflight(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured) (client.Reader, error) {
+	var live client.Reader = tgt.Cache
+	var readErr error
+	if tgt.Remote {
+		readErr = r.kinds.Prepare(ctx, tgt.Cache, nil, objs) // a remote cache lists with the kubeconfig's identity
+	} else {
+		listing, err := r.kinds.Start(ctx, tgt.Cache, r.probe, objs)
+		if readErr = err; listing {
+			live = r.kinds.Reader(tgt.Cache, r.probe)
+		}
 	}
-	readErr := classifyKinds(r.kinds.Prepare(ctx, tgt.Cache, probe, objs))
+	readErr = classifyKinds(readErr)
 	if readErr != nil && !asSyncError(readErr, "").Stalled {
-		return readErr
+		return nil, readErr
 	}
 	writeErr := r.checkWrites(ctx, gs, st, tgt, objs)
 	if writeErr != nil && !asSyncError(writeErr, "").Stalled {
-		return writeErr
+		return nil, writeErr
 	}
 	var refusals []string
 	for _, err := range []error{readErr, writeErr} {
@@ -152,7 +164,7 @@ func (r *GitSyncReconciler) preflight(ctx context.Context, gs *v1.GitSync, st *s
 		}
 	}
 	if len(refusals) == 0 {
-		return nil
+		return live, nil
 	}
-	return stalled(v1.ReasonForbidden, fmt.Errorf("%s; nothing of this revision was applied", strings.Join(refusals, "; ")))
+	return nil, stalled(v1.ReasonForbidden, fmt.Errorf("%s; nothing of this revision was applied", strings.Join(refusals, "; ")))
 }

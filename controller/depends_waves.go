@@ -37,7 +37,7 @@ func (r *GitSyncReconciler) waveGate(gs *v1.GitSync, st *syncState, tgt *cluster
 		return nil
 	}
 	return func(ctx context.Context, done, next int, cs *apply.ChangeSet) bool {
-		pending, err := judge.pending(ctx, tgt.Cache, objs, cs)
+		pending, err := judge.pending(ctx, objs, cs)
 		if err != nil {
 			hold.err = healthError(err)
 			return false

@@ -75,6 +75,9 @@ type healthJudge struct {
 	// written is indexed like the sync's objects; each index is written
 	// by the one apply worker that wrote that object.
 	written []writeVerdict
+	// live is where objects the sync left unchanged are read: the watch
+	// cache, or the sync's livecache.Reader (preflight).
+	live client.Reader
 }
 
 // writeVerdict is the health of one written object.
@@ -84,8 +87,8 @@ type writeVerdict struct {
 	err  error
 }
 
-func newHealthJudge(objects int, hr health.Rules) *healthJudge {
-	return &healthJudge{rules: hr, written: make([]writeVerdict, objects)}
+func newHealthJudge(objects int, hr health.Rules, live client.Reader) *healthJudge {
+	return &healthJudge{rules: hr, written: make([]writeVerdict, objects), live: live}
 }
 
 // observe is the applier's WithWritten function.
@@ -103,7 +106,7 @@ func (j *healthJudge) observe(ctx context.Context, i int, live *unstructured.Uns
 // of that write requeues the GitSync, whose next reconcile finds the
 // object unchanged and reads its health. A health rule that fails to
 // evaluate is a Stalled error.
-func (j *healthJudge) pending(ctx context.Context, live client.Reader, objs []*unstructured.Unstructured, cs *apply.ChangeSet) ([]health.Result, error) {
+func (j *healthJudge) pending(ctx context.Context, objs []*unstructured.Unstructured, cs *apply.ChangeSet) ([]health.Result, error) {
 	if cs == nil {
 		return nil, nil
 	}
@@ -125,7 +128,7 @@ func (j *healthJudge) pending(ctx context.Context, live client.Reader, objs []*u
 		case apply.Unchanged:
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(objs[i].GroupVersionKind())
-			err := live.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, u)
+			err := j.live.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, u)
 			if apierrors.IsNotFound(err) {
 				pending = append(pending, health.Result{ID: e.ID, Status: health.NotFound, Message: "not found"})
 				continue

@@ -160,9 +160,14 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	}
 	opts.Applier = applier
 	out.detect = prepare.DetectsDrift(gs)
-	if err := r.preflight(ctx, gs, st, tgt, objs); err != nil {
+	live, err := r.preflight(ctx, gs, st, tgt, objs)
+	if err != nil {
 		out.err = err
 		return out
+	}
+	if live != client.Reader(tgt.Cache) {
+		applier = applier.WithLive(live)
+		opts.Applier = applier
 	}
 	var judge *healthJudge
 	if gs.Spec.Wait {
@@ -173,7 +178,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 			out.err = err
 			return out
 		}
-		judge = newHealthJudge(len(objs), hr)
+		judge = newHealthJudge(len(objs), hr, live)
 		opts.Applier = applier.WithWritten(judge.observe)
 		// From now on the watch events of the objects, our own writes'
 		// included, requeue gs: none is lost between the apply and the
@@ -249,7 +254,7 @@ func endSync(span trace.Span, out *outcome) {
 // gs still waits for them (a message and when to look again at the latest),
 // is Stalled on them, or is done.
 func (r *GitSyncReconciler) judgeWait(ctx context.Context, gs *v1.GitSync, st *syncState, tgt *cluster.Target, objs []*unstructured.Unstructured, cs *apply.ChangeSet, rev git.Revision, judge *healthJudge) (string, time.Duration, error) {
-	pending, err := judge.pending(ctx, tgt.Cache, objs, cs)
+	pending, err := judge.pending(ctx, objs, cs)
 	if err != nil {
 		return "", 0, healthError(err)
 	}

@@ -50,6 +50,11 @@ type Kinds struct {
 	mu      sync.Mutex
 	watched map[kindKey]bool
 	ready   map[kindKey]bool
+	// listing holds the kinds Start left listing, whose first listing a
+	// goroutine waits for; stuck, those whose listing did not end within
+	// InformerSyncTimeout, until a Start reports it.
+	listing map[kindKey]bool
+	stuck   map[kindKey]error
 }
 
 // kindKey is one kind in one cache.
@@ -62,7 +67,8 @@ type kindKey struct {
 // h, filtered by p, into ctrl's queue: who is requeued and when is the
 // caller's decision.
 func NewKinds(ctrl Watcher, h handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request], p predicate.TypedPredicate[*unstructured.Unstructured]) *Kinds {
-	return &Kinds{ctrl: ctrl, handler: h, predicate: p, watched: map[kindKey]bool{}, ready: map[kindKey]bool{}}
+	return &Kinds{ctrl: ctrl, handler: h, predicate: p, watched: map[kindKey]bool{}, ready: map[kindKey]bool{},
+		listing: map[kindKey]bool{}, stuck: map[kindKey]error{}}
 }
 
 // ForbiddenError is a Prepare that found kinds the agent may not list or
@@ -83,41 +89,70 @@ func (e *ForbiddenError) Unwrap() []error { return e.Errs }
 // skips them and says so. A refusal is a *ForbiddenError; other failures
 // are returned joined on one line and may pass on a retry.
 func (k *Kinds) Prepare(ctx context.Context, c cache.Cache, probe client.WithWatch, objs []*unstructured.Unstructured) error {
+	_, err := k.prepare(ctx, c, probe, objs, true)
+	return err
+}
+
+// Start is Prepare without waiting for first listings: each kind of objs
+// not read yet is probed as Prepare probes it (refusals are the same
+// errors) and its informer started, and listing says whether one of them
+// has not listed yet. A goroutine waits for each such listing, at most
+// InformerSyncTimeout; one that does not end is an error of the next Start
+// of its kind. Meanwhile a Reader answers the sync's reads of those kinds.
+func (k *Kinds) Start(ctx context.Context, c cache.Cache, probe client.WithWatch, objs []*unstructured.Unstructured) (listing bool, err error) {
+	return k.prepare(ctx, c, probe, objs, false)
+}
+
+func (k *Kinds) prepare(ctx context.Context, c cache.Cache, probe client.WithWatch, objs []*unstructured.Unstructured, block bool) (bool, error) {
 	if k == nil || c == nil {
-		return nil
+		return false, nil
 	}
 	var kinds []schema.GroupVersionKind
+	var stuck []error
+	listing := false
 	seen := map[schema.GroupVersionKind]bool{}
+	k.mu.Lock()
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
-		if seen[gvk] || k.isReady(kindKey{cache: c, gvk: gvk}) {
+		key := kindKey{cache: c, gvk: gvk}
+		switch {
+		case seen[gvk] || k.ready[key]:
+			continue
+		case k.stuck[key] != nil:
+			stuck = append(stuck, k.stuck[key])
+			delete(k.stuck, key)
+		case k.listing[key] && !block:
+			listing = true // probed and started by an earlier Start
 			continue
 		}
 		seen[gvk] = true
 		kinds = append(kinds, gvk)
 	}
+	k.mu.Unlock()
 	// Kinds are made readable side by side: each costs a few requests and
 	// its first listing, and a start-up over many GitSyncs waits for all.
 	denied, failed := make([]error, len(kinds)), make([]error, len(kinds))
+	lists := make([]bool, len(kinds))
 	var g errgroup.Group
 	g.SetLimit(prepareParallel)
 	for i, gvk := range kinds {
 		g.Go(func() error {
-			denied[i], failed[i] = k.prepareKind(ctx, kindKey{cache: c, gvk: gvk}, probe)
+			lists[i], denied[i], failed[i] = k.prepareKind(ctx, kindKey{cache: c, gvk: gvk}, probe, block)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	denied, failed = slices.DeleteFunc(denied, isNil), slices.DeleteFunc(failed, isNil)
+	listing = listing || slices.Contains(lists, true)
+	denied, failed = slices.DeleteFunc(denied, isNil), slices.DeleteFunc(append(failed, stuck...), isNil)
 	switch {
 	case len(denied) > 0:
-		return &ForbiddenError{Errs: denied}
+		return listing, &ForbiddenError{Errs: denied}
 	case len(failed) == 1:
-		return failed[0]
+		return listing, failed[0]
 	case len(failed) > 1:
-		return oneLine(failed)
+		return listing, oneLine(failed)
 	}
-	return nil
+	return listing, nil
 }
 
 // prepareParallel bounds the kinds one Prepare makes readable at once.
@@ -127,7 +162,7 @@ func isNil(err error) bool { return err == nil }
 
 // prepareKind probes and starts one kind's informer (Prepare): a refusal
 // is returned as denied, any other failure as failed.
-func (k *Kinds) prepareKind(ctx context.Context, key kindKey, probe client.WithWatch) (denied, failed error) {
+func (k *Kinds) prepareKind(ctx context.Context, key kindKey, probe client.WithWatch, block bool) (listing bool, denied, failed error) {
 	gvk := key.gvk
 	// GitSyncs are cached as the manager's options say (namespaces,
 	// shard), which the probe does not know; the agent reads them anyway.
@@ -136,15 +171,16 @@ func (k *Kinds) prepareKind(ctx context.Context, key kindKey, probe client.WithW
 		switch {
 		case err == nil:
 		case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
-			return nil, nil
+			return false, nil, nil
 		case apierrors.IsForbidden(err):
 			k.drop(ctx, key)
-			return fmt.Errorf("the agent cannot read %s into its watch cache: %w", gvk.Kind, err), nil
+			return false, fmt.Errorf("the agent cannot read %s into its watch cache: %w", gvk.Kind, err), nil
 		default:
-			return nil, fmt.Errorf("%s read check failed: %w", gvk.Kind, err)
+			return false, nil, fmt.Errorf("%s read check failed: %w", gvk.Kind, err)
 		}
 	}
-	return nil, k.startInformer(ctx, key)
+	listing, err := k.startInformer(ctx, key, block)
+	return listing, nil, err
 }
 
 // Watch starts watching every kind of objs in c that is not watched yet.
@@ -188,16 +224,41 @@ func probeRead(ctx context.Context, c client.WithWatch, gvk schema.GroupVersionK
 	return nil
 }
 
-// startInformer starts key's informer and waits until it has listed.
-func (k *Kinds) startInformer(ctx context.Context, key kindKey) error {
+// startInformer starts key's informer and, with block, waits until it has
+// listed; without, a goroutine does (listing is then true).
+func (k *Kinds) startInformer(ctx context.Context, key kindKey, block bool) (listing bool, err error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(key.gvk)
 	inf, err := key.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
 	if err != nil {
 		// Not served, or discovery failed: the applier meets the same
 		// error at once and reports it per object.
-		return nil
+		return false, nil
 	}
+	if block || inf.HasSynced() {
+		return false, k.waitListed(ctx, key, inf)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.listing[key] {
+		return true, nil
+	}
+	k.listing[key] = true
+	go func() {
+		err := k.waitListed(context.WithoutCancel(ctx), key, inf)
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		delete(k.listing, key)
+		if err != nil {
+			k.stuck[key] = err
+		}
+	}()
+	return true, nil
+}
+
+// waitListed waits, at most InformerSyncTimeout, until inf (key's) has
+// listed, and marks key ready; one that does not is stopped.
+func (k *Kinds) waitListed(ctx context.Context, key kindKey, inf cache.Informer) error {
 	wctx, cancel := context.WithTimeout(ctx, InformerSyncTimeout)
 	defer cancel()
 	// Polled finely: client-go's WaitForCacheSync looks every 100 ms, which
