@@ -14,11 +14,12 @@ import (
 // warmKinds starts, as the agent starts, the watch caches of the kinds
 // the GitSyncs' inventories record for the local cluster, beside the
 // first reconciles instead of inside them: a restarted agent's first
-// syncs spend their time fetching and rendering while the kinds list,
-// and find them ready. It decides nothing: a kind that cannot be read is
-// reported by the reconcile that needs it (livecache.Kinds.Prepare is
-// idempotent), and a kind no GitSync applies any longer is only watched
-// until the agent restarts.
+// syncs find the kinds probed and listing (they read through a
+// livecache.Reader meanwhile) or listed. It decides nothing: a kind that
+// cannot be read is reported by the reconcile that needs it
+// (livecache.Kinds.Start is idempotent, and a listing that does not end is
+// an error of the next sync of its kind), and a kind no GitSync applies any
+// longer is only watched until the agent restarts.
 func (r *GitSyncReconciler) warmKinds(mgr manager.Manager) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		list := &v1.GitSyncList{}
@@ -48,7 +49,7 @@ func (r *GitSyncReconciler) warmKinds(mgr manager.Manager) error {
 				objs = append(objs, u)
 			}
 		}
-		_ = r.kinds.Prepare(ctx, mgr.GetCache(), r.probe, objs)
+		_, _ = r.kinds.Start(ctx, mgr.GetCache(), r.probe, objs)
 		return nil
 	}))
 }
