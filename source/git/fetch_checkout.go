@@ -51,15 +51,7 @@ func (f *Fetcher) CheckoutTrees(ctx context.Context, src Source, rev Revision, d
 	defer f.done(lr)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	want, err := revisionHash(rev)
-	if err != nil {
-		return "", gitErr(src, "checkout", err)
-	}
-	commit, err := lr.repo.CommitObject(want)
-	if err != nil {
-		return "", gitErr(src, "checkout", fmt.Errorf("commit %s: %w", rev.Commit, err))
-	}
-	tree, err := commit.Tree()
+	tree, err := lr.commitTree(rev)
 	if err != nil {
 		return "", gitErr(src, "checkout", err)
 	}
@@ -99,6 +91,26 @@ func (w *treeWriter) writeAt(tree *object.Tree, only string) error {
 	return w.write(tree, only)
 }
 
+// commitTree returns the root tree of rev's commit, which lr holds (the
+// caller has lr locked).
+func (lr *localRepo) commitTree(rev Revision) (*object.Tree, error) {
+	want, err := revisionHash(rev)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := lr.repo.CommitObject(want)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", rev.Commit, err)
+	}
+	return commit.Tree()
+}
+
+// skippedEntry reports whether a tree entry is never written out or read
+// into memory: ".git" in any case, and names no directory can hold.
+func skippedEntry(name string) bool {
+	return strings.EqualFold(name, ".git") || name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`)
+}
+
 // treeWriter writes a Git tree below an os.Root.
 type treeWriter struct {
 	ctx     context.Context
@@ -110,7 +122,7 @@ type treeWriter struct {
 
 func (w *treeWriter) write(tree *object.Tree, dir string) error {
 	for _, e := range tree.Entries {
-		if strings.EqualFold(e.Name, ".git") || e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, `/\`) {
+		if skippedEntry(e.Name) {
 			continue
 		}
 		name := path.Join(dir, e.Name)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"strings"
 	"testing/fstest"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -38,20 +37,14 @@ func (f *Fetcher) ReadTree(ctx context.Context, src Source, rev Revision, dir st
 	defer f.done(lr)
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	want, err := revisionHash(rev)
+	tree, err := lr.commitTree(rev)
+	if err == nil && dir != "." {
+		if tree, err = tree.Tree(dir); err != nil {
+			err = fmt.Errorf("commit %s: %s: %w", rev.Commit, dir, err)
+		}
+	}
 	if err != nil {
 		return nil, gitErr(src, "read tree", err)
-	}
-	commit, err := lr.repo.CommitObject(want)
-	if err != nil {
-		return nil, gitErr(src, "read tree", fmt.Errorf("commit %s: %w", rev.Commit, err))
-	}
-	tree, err := commit.Tree()
-	if err == nil && dir != "." {
-		tree, err = tree.Tree(dir)
-	}
-	if err != nil {
-		return nil, gitErr(src, "read tree", fmt.Errorf("commit %s: %w", rev.Commit, err))
 	}
 	r := &treeReader{ctx: ctx, files: fstest.MapFS{}, limit: min(f.opts.MaxCheckoutBytes, MaxTreeBytes)}
 	if r.limit <= 0 {
@@ -80,7 +73,7 @@ type treeReader struct {
 
 func (r *treeReader) read(tree *object.Tree, dir string) error {
 	for _, e := range tree.Entries {
-		if strings.EqualFold(e.Name, ".git") || e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, `/\`) {
+		if skippedEntry(e.Name) {
 			continue
 		}
 		name := path.Join(dir, e.Name)
