@@ -21,8 +21,11 @@ import (
 // seconds), a GitSync syncs anyway: its reads of that kind are one LIST of
 // its namespace's managed objects, and what it reads is right (an
 // unchanged object is not written again). Once the listing ends, syncs read
-// the cache and list nothing. Before, the first sync waited for the
-// listing (at most 30 s, then failed and retried the same way).
+// the cache and list nothing, and a change made during the listing (which
+// comes as part of it, not as a watch event) is repaired: the GitSync is
+// reconciled again once its watch is live. Before, the first sync waited
+// for the listing (at most 30 s, then failed and retried the same way).
+// Checked by not calling AfterListing in sync: b's drift stays.
 func TestSyncsWhileTheCacheLists(t *testing.T) {
 	c := setup(t)
 	ns := env.Namespace(t)
@@ -80,7 +83,22 @@ func TestSyncsWhileTheCacheLists(t *testing.T) {
 		t.Fatalf("ConfigMap a = %v, %v; want value two", cm.Data, err)
 	}
 
+	// A change while the listing is held comes with the listing, as no
+	// watch event: the GitSync is reconciled again once the watch is live.
+	b, err := getCM(t, c, ns, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := client.MergeFrom(b.DeepCopy())
+	b.Data["value"] = "edited by hand"
+	if err := c.Patch(ctx, b, edit, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
 	open()
+	eventually(t, "b's drift, made during the listing, repaired after it", func(context.Context) (bool, error) {
+		b, err := getCM(t, c, ns, "b")
+		return err == nil && b.Data["value"] == "one", nil
+	})
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind("ConfigMap")

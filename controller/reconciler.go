@@ -176,6 +176,23 @@ func (r *GitSyncReconciler) TriggerAt(key types.NamespacedName, at time.Time) {
 	r.enqueue(key)
 }
 
+// enqueueSoon is enqueue for a reconcile that must not be lost when a
+// burst fills the channel: it waits for room, at most a minute.
+func (r *GitSyncReconciler) enqueueSoon(key types.NamespacedName) {
+	gs := &v1.GitSync{}
+	gs.Name, gs.Namespace = key.Name, key.Namespace
+	select {
+	case r.triggers <- event.GenericEvent{Object: gs}:
+	default:
+		go func() {
+			select {
+			case r.triggers <- event.GenericEvent{Object: gs}:
+			case <-time.After(time.Minute):
+			}
+		}()
+	}
+}
+
 // enqueue adds key to the work queue, through the trigger channel.
 func (r *GitSyncReconciler) enqueue(key types.NamespacedName) {
 	gs := &v1.GitSync{}

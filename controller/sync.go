@@ -197,7 +197,16 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	if res.Pruned != nil {
 		r.opts.Metrics.ObservePruned(res.Pruned.Count(inventory.ActionPruned))
 	}
-	if err := errors.Join(classifyRun(err), r.kinds.Watch(ctx, tgt.Cache, objs)); err != nil {
+	// Once the watches of kinds that did not deliver events yet do, a
+	// reconcile from the cache sees what changed in between; one that read
+	// through a Reader gets it anyway (its kinds may have listed during
+	// the sync, with changes in them).
+	watchErr := r.kinds.Watch(ctx, tgt.Cache, objs)
+	key := client.ObjectKeyFromObject(gs)
+	if !r.kinds.AfterListing(tgt.Cache, objs, func() { r.enqueueSoon(key) }) && live != client.Reader(tgt.Cache) {
+		r.enqueueSoon(key)
+	}
+	if err := errors.Join(classifyRun(err), watchErr); err != nil {
 		forgetAccessOnForbidden(tgt, err)
 		out.err = err
 		return out

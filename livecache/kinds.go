@@ -55,7 +55,17 @@ type Kinds struct {
 	// InformerSyncTimeout, until a Start reports it.
 	listing map[kindKey]bool
 	stuck   map[kindKey]error
+	// live holds the kinds whose drift watch delivers events (its handler
+	// is registered on a listed informer); after, for each kind whose
+	// watch is on its way there, what AfterListing asked to call once it
+	// is.
+	live  map[kindKey]bool
+	after map[kindKey]*awaited
 }
+
+// awaited is one drift watch on its way to delivering events, and what to
+// call when it does.
+type awaited struct{ fns []func() }
 
 // kindKey is one kind in one cache.
 type kindKey struct {
@@ -68,7 +78,7 @@ type kindKey struct {
 // caller's decision.
 func NewKinds(ctrl Watcher, h handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request], p predicate.TypedPredicate[*unstructured.Unstructured]) *Kinds {
 	return &Kinds{ctrl: ctrl, handler: h, predicate: p, watched: map[kindKey]bool{}, ready: map[kindKey]bool{},
-		listing: map[kindKey]bool{}, stuck: map[kindKey]error{}}
+		listing: map[kindKey]bool{}, stuck: map[kindKey]error{}, live: map[kindKey]bool{}, after: map[kindKey]*awaited{}}
 }
 
 // ForbiddenError is a Prepare that found kinds the agent may not list or
@@ -197,12 +207,66 @@ func (k *Kinds) Watch(_ context.Context, c cache.Cache, objs []*unstructured.Uns
 		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(key.gvk)
-		if err := k.ctrl.Watch(source.Kind(c, u, k.handler, k.predicate)); err != nil {
+		src := source.Kind(c, u, k.handler, k.predicate)
+		if err := k.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watch %s for drift: %w", key.gvk.Kind, err)
 		}
 		k.watched[key] = true
+		a := &awaited{}
+		k.after[key] = a
+		go k.awaitLive(key, src, a)
 	}
 	return nil
+}
+
+// awaitLive waits until src, key's drift watch, delivers events, marks key
+// live and calls what AfterListing left for it (also when the wait fails:
+// the GitSyncs then reconcile and meet whatever keeps the kind from being
+// watched).
+func (k *Kinds) awaitLive(key kindKey, src source.SyncingSource, a *awaited) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*InformerSyncTimeout)
+	defer cancel()
+	err := src.WaitForSync(ctx)
+	k.mu.Lock()
+	if k.after[key] == a { // not dropped (and watched again) meanwhile
+		delete(k.after, key)
+		k.live[key] = err == nil
+	}
+	fns := a.fns
+	a.fns = nil
+	k.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// AfterListing calls fn once the drift watch of each kind of objs in c
+// that does not deliver events yet does (its informer has listed and its
+// handler is registered), once per such kind, and says whether there was
+// one. A sync that wrote or read kinds whose watch was not live yet asks
+// to be reconciled again then, from the cache: a change made before the
+// watch's handler was registered comes with the listing, which no watch
+// event reports.
+func (k *Kinds) AfterListing(c cache.Cache, objs []*unstructured.Unstructured, fn func()) (pending bool) {
+	if k == nil || c == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		key := kindKey{cache: c, gvk: gvk}
+		if seen[gvk] || k.live[key] {
+			continue
+		}
+		seen[gvk] = true
+		if a := k.after[key]; a != nil {
+			a.fns = append(a.fns, fn)
+			pending = true
+		}
+	}
+	return pending
 }
 
 // probeRead lists one managed object of gvk and opens a watch from there,
@@ -291,9 +355,18 @@ func (k *Kinds) drop(ctx context.Context, key kindKey) {
 	u.SetGroupVersionKind(key.gvk)
 	_ = key.cache.RemoveInformer(ctx, u)
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	delete(k.ready, key)
 	delete(k.watched, key)
+	delete(k.live, key)
+	var fns []func()
+	if a := k.after[key]; a != nil {
+		fns, a.fns = a.fns, nil
+		delete(k.after, key)
+	}
+	k.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 // oneLine joins errors on one line, for a condition message; errors.Is and
