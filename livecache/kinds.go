@@ -50,10 +50,10 @@ type Kinds struct {
 	mu      sync.Mutex
 	watched map[kindKey]bool
 	ready   map[kindKey]bool
-	// listing holds the kinds Start left listing, whose first listing a
-	// goroutine waits for; stuck, those whose listing did not end within
-	// InformerSyncTimeout, until a Start reports it.
-	listing map[kindKey]bool
+	// listing holds the informers of the kinds Start left listing, whose
+	// first listing a goroutine waits for; stuck, those whose listing did
+	// not end within InformerSyncTimeout, until a Start reports it.
+	listing map[kindKey]cache.Informer
 	stuck   map[kindKey]error
 	// live holds the kinds whose drift watch delivers events (its handler
 	// is registered on a listed informer); after, for each kind whose
@@ -78,7 +78,7 @@ type kindKey struct {
 // caller's decision.
 func NewKinds(ctrl Watcher, h handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request], p predicate.TypedPredicate[*unstructured.Unstructured]) *Kinds {
 	return &Kinds{ctrl: ctrl, handler: h, predicate: p, watched: map[kindKey]bool{}, ready: map[kindKey]bool{},
-		listing: map[kindKey]bool{}, stuck: map[kindKey]error{}, live: map[kindKey]bool{}, after: map[kindKey]*awaited{}}
+		listing: map[kindKey]cache.Informer{}, stuck: map[kindKey]error{}, live: map[kindKey]bool{}, after: map[kindKey]*awaited{}}
 }
 
 // ForbiddenError is a Prepare that found kinds the agent may not list or
@@ -126,12 +126,12 @@ func (k *Kinds) prepare(ctx context.Context, c cache.Cache, probe client.WithWat
 		gvk := obj.GroupVersionKind()
 		key := kindKey{cache: c, gvk: gvk}
 		switch {
-		case seen[gvk] || k.ready[key]:
+		case seen[gvk] || k.listedLocked(key):
 			continue
 		case k.stuck[key] != nil:
 			stuck = append(stuck, k.stuck[key])
 			delete(k.stuck, key)
-		case k.listing[key] && !block:
+		case k.listing[key] != nil && !block:
 			listing = true // probed and started by an earlier Start
 			continue
 		}
@@ -304,10 +304,10 @@ func (k *Kinds) startInformer(ctx context.Context, key kindKey, block bool) (lis
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.listing[key] {
+	if k.listing[key] != nil {
 		return true, nil
 	}
-	k.listing[key] = true
+	k.listing[key] = inf
 	go func() {
 		err := k.waitListed(context.WithoutCancel(ctx), key, inf)
 		k.mu.Lock()
@@ -344,7 +344,21 @@ const syncPoll = 5 * time.Millisecond
 func (k *Kinds) isReady(key kindKey) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.ready[key]
+	return k.listedLocked(key)
+}
+
+// listedLocked reports whether key's informer has listed: marked ready, or
+// listing and done, which its waiter would mark a moment later (k.mu is
+// held).
+func (k *Kinds) listedLocked(key kindKey) bool {
+	if k.ready[key] {
+		return true
+	}
+	if inf := k.listing[key]; inf != nil && inf.HasSynced() {
+		k.ready[key] = true
+		return true
+	}
+	return false
 }
 
 // drop stops key's informer, if any, so a refused list is not retried

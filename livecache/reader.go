@@ -56,7 +56,7 @@ func (k *Kinds) Reader(c cache.Cache, direct client.Reader) *Reader {
 func (r *Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	u, ok := obj.(*unstructured.Unstructured)
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	if !ok || r.kinds.isReady(kindKey{cache: r.cache, gvk: gvk}) || r.listed(ctx, obj) {
+	if !ok || r.kinds.isReady(kindKey{cache: r.cache, gvk: gvk}) {
 		return r.cache.Get(ctx, key, obj, opts...)
 	}
 	l := r.list(ctx, listKey{gvk: gvk, namespace: key.Namespace})
@@ -69,13 +69,6 @@ func (r *Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	}
 	live.DeepCopyInto(u)
 	return nil
-}
-
-// listed reports whether obj's kind has listed into the cache, which
-// Kinds learns a moment later.
-func (r *Reader) listed(ctx context.Context, obj client.Object) bool {
-	inf, err := r.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	return err == nil && inf.HasSynced()
 }
 
 // List is the cache's List.
