@@ -179,14 +179,13 @@ func (r *GitSyncReconciler) TriggerAt(key types.NamespacedName, at time.Time) {
 // enqueueSoon is enqueue for a reconcile that must not be lost when a
 // burst fills the channel: it waits for room, at most a minute.
 func (r *GitSyncReconciler) enqueueSoon(key types.NamespacedName) {
-	gs := &v1.GitSync{}
-	gs.Name, gs.Namespace = key.Name, key.Namespace
+	ev := triggerOf(key)
 	select {
-	case r.triggers <- event.GenericEvent{Object: gs}:
+	case r.triggers <- ev:
 	default:
 		go func() {
 			select {
-			case r.triggers <- event.GenericEvent{Object: gs}:
+			case r.triggers <- ev:
 			case <-time.After(time.Minute):
 			}
 		}()
@@ -195,14 +194,19 @@ func (r *GitSyncReconciler) enqueueSoon(key types.NamespacedName) {
 
 // enqueue adds key to the work queue, through the trigger channel.
 func (r *GitSyncReconciler) enqueue(key types.NamespacedName) {
-	gs := &v1.GitSync{}
-	gs.Name, gs.Namespace = key.Name, key.Namespace
 	select {
-	case r.triggers <- event.GenericEvent{Object: gs}:
+	case r.triggers <- triggerOf(key):
 	default:
 		// The channel is full: a burst is being delivered, and the
 		// reconcile that drains it will see the fetch mark.
 	}
+}
+
+// triggerOf is the trigger channel's event for the GitSync key.
+func triggerOf(key types.NamespacedName) event.GenericEvent {
+	gs := &v1.GitSync{}
+	gs.Name, gs.Namespace = key.Name, key.Namespace
+	return event.GenericEvent{Object: gs}
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -165,7 +165,8 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 		out.err = err
 		return out
 	}
-	if live != client.Reader(tgt.Cache) {
+	readAround := live != client.Reader(tgt.Cache) // kinds still list (a livecache.Reader)
+	if readAround {
 		applier = applier.WithLive(live)
 		opts.Applier = applier
 	}
@@ -203,7 +204,7 @@ func (r *GitSyncReconciler) sync(ctx context.Context, gs *v1.GitSync, st *syncSt
 	// the sync, with changes in them).
 	watchErr := r.kinds.Watch(ctx, tgt.Cache, objs)
 	key := client.ObjectKeyFromObject(gs)
-	if !r.kinds.AfterListing(tgt.Cache, objs, func() { r.enqueueSoon(key) }) && live != client.Reader(tgt.Cache) {
+	if !r.kinds.AfterListing(tgt.Cache, objs, func() { r.enqueueSoon(key) }) && readAround {
 		r.enqueueSoon(key)
 	}
 	if err := errors.Join(classifyRun(err), watchErr); err != nil {
