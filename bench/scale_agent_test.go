@@ -349,21 +349,7 @@ func (a *scaleAgent) saveProfile(b *testing.B, path, name string) {
 	if a.prof == "" {
 		return
 	}
-	resp, err := http.Get("http://" + a.prof + path)
-	if err != nil {
-		b.Logf("pprof %s: %v", path, err)
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(filepath.Join(pprofDir, name))
-	if err != nil {
-		b.Logf("pprof %s: %v", path, err)
-		return
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		b.Logf("pprof %s: %v", path, err)
-	}
+	saveFrom(b, http.DefaultClient, "http://"+a.prof+path, name)
 }
 
 // saveAPIServerProfile saves a CPU profile of the test control plane's
@@ -375,27 +361,33 @@ func saveAPIServerProfile(b *testing.B, d time.Duration, name string) {
 	}
 	rt, err := rest.TransportFor(env.Config)
 	if err != nil {
-		b.Logf("apiserver pprof: %v", err)
+		b.Logf("pprof %s: %v", name, err)
 		return
 	}
 	url := strings.TrimSuffix(env.Config.Host, "/") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))
-	resp, err := (&http.Client{Transport: rt}).Get(url)
+	saveFrom(b, &http.Client{Transport: rt}, url, name)
+}
+
+// saveFrom saves the body of a GET of url into pprofDir/name; a failure is
+// logged, not fatal (a profile is an aid, not a figure).
+func saveFrom(b *testing.B, c *http.Client, url, name string) {
+	resp, err := c.Get(url)
 	if err != nil {
-		b.Logf("apiserver pprof: %v", err)
+		b.Logf("pprof %s: %v", name, err)
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b.Logf("apiserver pprof: %s", resp.Status)
+		b.Logf("pprof %s: %s", name, resp.Status)
 		return
 	}
 	f, err := os.Create(filepath.Join(pprofDir, name))
 	if err != nil {
-		b.Logf("apiserver pprof: %v", err)
+		b.Logf("pprof %s: %v", name, err)
 		return
 	}
 	defer f.Close()
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		b.Logf("apiserver pprof: %v", err)
+		b.Logf("pprof %s: %v", name, err)
 	}
 }
